@@ -1,0 +1,79 @@
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "joule/core/dtype.h"
+#include "joule/core/error.h"
+
+namespace joule {
+
+using Shape = std::vector<int64_t>;
+
+int64_t shape_numel(const Shape& s);
+std::string shape_str(const Shape& s);        // "[1,3,224,224]"
+std::vector<int64_t> shape_strides(const Shape& s);  // row-major element strides
+
+// A dense row-major tensor. Copies share the buffer (like a shared_ptr); use clone() for a
+// deep copy. Storage is 64-byte aligned and zero-initialised on allocation.
+class Tensor {
+ public:
+  Tensor() = default;
+  Tensor(DType dtype, Shape shape);
+
+  template <class T>
+  static Tensor scalar(T v) {
+    Tensor t(dtype_of<T>, {});
+    *t.data<T>() = v;
+    return t;
+  }
+  template <class T>
+  static Tensor from_vector(const std::vector<T>& v, Shape shape) {
+    Tensor t(dtype_of<T>, std::move(shape));
+    JOULE_CHECK(static_cast<size_t>(t.numel()) == v.size(), "Tensor::from_vector: size mismatch");
+    for (size_t i = 0; i < v.size(); ++i) t.data<T>()[i] = v[i];
+    return t;
+  }
+
+  bool defined() const { return dtype_ != DType::Undefined; }
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  int rank() const { return static_cast<int>(shape_.size()); }
+  int64_t dim(int i) const { return shape_[static_cast<size_t>(i < 0 ? i + rank() : i)]; }
+  int64_t numel() const { return shape_numel(shape_); }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
+
+  void* raw() { return storage_ ? storage_.get() : nullptr; }
+  const void* raw() const { return storage_ ? storage_.get() : nullptr; }
+  template <class T>
+  T* data() {
+    check_type(dtype_of<T>);
+    return static_cast<T*>(raw());
+  }
+  template <class T>
+  const T* data() const {
+    check_type(dtype_of<T>);
+    return static_cast<const T*>(raw());
+  }
+
+  // Same buffer, new shape (numel must match).
+  Tensor reshaped(Shape shape) const;
+  Tensor clone() const;
+  // Element i converted to double / int64 (any dtype); for shape and scalar inputs.
+  double value_as_double(int64_t i) const;
+  int64_t value_as_int(int64_t i) const;
+  std::vector<int64_t> to_int_vector() const;
+  // Converts to another dtype (numeric conversion, like ONNX Cast).
+  Tensor cast(DType to) const;
+
+  std::string describe() const;  // "float32[1,3,224,224]"
+
+ private:
+  void check_type(DType t) const;
+  DType dtype_ = DType::Undefined;
+  Shape shape_;
+  std::shared_ptr<std::byte[]> storage_;
+};
+
+}  // namespace joule

@@ -1,0 +1,119 @@
+#include "joule/ops/util.h"
+
+#include <algorithm>
+
+namespace joule::ops {
+
+const ir::TensorType& InferContext::in(size_t i) const {
+  if (!has(i)) fail(node.where() + ": required input " + std::to_string(i) + " is missing");
+  return *input_types[i];
+}
+
+const Tensor& KernelContext::in(size_t i) const {
+  if (!has(i)) fail(node.where() + ": required input " + std::to_string(i) + " is missing");
+  return *inputs[i];
+}
+
+int64_t normalize_axis(int64_t axis, int64_t rank, const ir::Node& node) {
+  int64_t a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= rank)
+    fail(node.where() + ": axis " + std::to_string(axis) + " out of range for rank " +
+         std::to_string(rank));
+  return a;
+}
+
+Shape broadcast_shapes(const std::vector<Shape>& shapes, const ir::Node& node) {
+  size_t rank = 0;
+  for (auto& s : shapes) rank = std::max(rank, s.size());
+  Shape out(rank, 1);
+  for (auto& s : shapes) {
+    size_t off = rank - s.size();
+    for (size_t i = 0; i < s.size(); ++i) {
+      int64_t d = s[i];
+      int64_t& o = out[off + i];
+      if (d == o || d == 1) continue;
+      if (o == 1) {
+        o = d;
+        continue;
+      }
+      std::string all;
+      for (auto& t : shapes) all += shape_str(t) + " ";
+      fail(node.where() + ": shapes cannot be broadcast: " + all);
+    }
+  }
+  return out;
+}
+
+ir::TensorType broadcast_types(const std::vector<const ir::TensorType*>& types, DType out,
+                               const ir::Node& node) {
+  ir::TensorType r;
+  r.dtype = out;
+  size_t rank = 0;
+  for (auto* t : types) {
+    if (!t) continue;
+    if (!t->has_shape) return r;  // unknown rank
+    rank = std::max(rank, t->dims.size());
+  }
+  r.has_shape = true;
+  r.dims.assign(rank, ir::Dim{1, ""});
+  for (auto* t : types) {
+    if (!t) continue;
+    size_t off = rank - t->dims.size();
+    for (size_t i = 0; i < t->dims.size(); ++i) {
+      const ir::Dim& d = t->dims[i];
+      ir::Dim& o = r.dims[off + i];
+      if (d.is_static() && d.value == 1) continue;
+      if (o.is_static() && o.value == 1) {
+        o = d;
+        continue;
+      }
+      if (d.is_static() && o.is_static()) {
+        if (d.value != o.value)
+          fail(node.where() + ": shapes cannot be broadcast: " + ir::dims_str(t->dims) +
+               " against dim " + std::to_string(o.value));
+        continue;
+      }
+      if (d == o) continue;
+      // one symbolic and one static (>1): the static one wins; two different symbols: unknown
+      if (d.is_static()) o = d;
+      else if (!o.is_static()) o = ir::Dim{};
+    }
+  }
+  return r;
+}
+
+void infer_same_as_input(InferContext& c, size_t i) { c.out(0) = c.in(i); }
+
+void infer_broadcast(InferContext& c, DType out) {
+  std::vector<const ir::TensorType*> ts;
+  for (size_t i = 0; i < c.num_inputs(); ++i)
+    if (c.has(i)) ts.push_back(c.input_types[i]);
+  c.out(0) = broadcast_types(ts, out == DType::Undefined ? c.in(0).dtype : out, c.node);
+}
+
+BroadcastIndexer::BroadcastIndexer(const Shape& out, const Shape& in) : out_(out) {
+  identity_ = (out == in);
+  scalar_ = shape_numel(in) == 1;
+  size_t off = out.size() - in.size();
+  auto in_st = shape_strides(in);
+  in_strides_.assign(out.size(), 0);
+  for (size_t i = 0; i < in.size(); ++i) in_strides_[off + i] = in[i] == 1 ? 0 : in_st[i];
+  out_strides_ = shape_strides(out);
+}
+
+int64_t BroadcastIndexer::offset(int64_t i) const {
+  int64_t o = 0;
+  for (size_t d = 0; d < out_.size(); ++d) {
+    int64_t idx = i / out_strides_[d];
+    i -= idx * out_strides_[d];
+    o += idx * in_strides_[d];
+  }
+  return o;
+}
+
+std::vector<int64_t> int_list_input(const KernelContext& c, size_t i) {
+  if (!c.has(i)) return {};
+  return c.inputs[i]->to_int_vector();
+}
+
+}  // namespace joule::ops

@@ -1,0 +1,79 @@
+#pragma once
+// Helpers shared by op files: axis handling, broadcasting, elementwise loops, inference.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "joule/ops/op.h"
+
+namespace joule::ops {
+
+// Maps a possibly negative axis into [0, rank); throws BadInput naming the node otherwise.
+int64_t normalize_axis(int64_t axis, int64_t rank, const ir::Node& node);
+
+// Numpy-style broadcast of concrete shapes; throws BadInput naming the node on mismatch.
+Shape broadcast_shapes(const std::vector<Shape>& shapes, const ir::Node& node);
+// Same for inference types (symbolic dims kept where they can be).
+ir::TensorType broadcast_types(const std::vector<const ir::TensorType*>& types, DType out,
+                               const ir::Node& node);
+
+// Output type = input i's type (shape and dtype).
+void infer_same_as_input(InferContext& c, size_t i = 0);
+// Output 0 = broadcast of all given inputs, with dtype `out` (Undefined: input 0's dtype).
+void infer_broadcast(InferContext& c, DType out = DType::Undefined);
+
+// Index mapping from an output position to the offset of a broadcast input.
+// Used by elementwise kernels: for each output element, the input offsets.
+class BroadcastIndexer {
+ public:
+  BroadcastIndexer(const Shape& out, const Shape& in);
+  // Offset into the input for output linear index i.
+  int64_t offset(int64_t i) const;
+  bool identity() const { return identity_; }
+  bool scalar() const { return scalar_; }
+
+ private:
+  Shape out_;
+  std::vector<int64_t> in_strides_;  // 0 where broadcast
+  std::vector<int64_t> out_strides_;
+  bool identity_ = false, scalar_ = false;
+};
+
+// Elementwise binary kernel with broadcasting: out[i] = f(a[...], b[...]).
+template <class A, class B, class O, class F>
+Tensor broadcast_binary(const Tensor& a, const Tensor& b, const Shape& out_shape, F f) {
+  Tensor out(dtype_of<O>, out_shape);
+  const A* pa = a.data<A>();
+  const B* pb = b.data<B>();
+  O* po = out.data<O>();
+  const int64_t n = out.numel();
+  BroadcastIndexer ia(out_shape, a.shape()), ib(out_shape, b.shape());
+  if (ia.identity() && ib.identity()) {
+    for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i], pb[i]);
+  } else if (ia.identity() && ib.scalar()) {
+    const B s = pb[0];
+    for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i], s);
+  } else if (ia.scalar() && ib.identity()) {
+    const A s = pa[0];
+    for (int64_t i = 0; i < n; ++i) po[i] = f(s, pb[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) po[i] = f(pa[ia.offset(i)], pb[ib.offset(i)]);
+  }
+  return out;
+}
+
+// Elementwise unary kernel: out[i] = f(in[i]).
+template <class I, class O, class F>
+Tensor map_unary(const Tensor& in, F f) {
+  Tensor out(dtype_of<O>, in.shape());
+  const I* pi = in.data<I>();
+  O* po = out.data<O>();
+  const int64_t n = in.numel();
+  for (int64_t i = 0; i < n; ++i) po[i] = f(pi[i]);
+  return out;
+}
+
+// Reads an optional int64 list input (e.g. Slice starts, Reshape shape) as a vector.
+std::vector<int64_t> int_list_input(const KernelContext& c, size_t i);
+
+}  // namespace joule::ops
