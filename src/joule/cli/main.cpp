@@ -1,1 +1,41 @@
-int main() { return 0; }
+// joule: measure, analyze and optimize neural networks. Thin over the library: parse flags,
+// call it, print. Exit codes: 0 ok, 2 bad input (the message says what to fix), 1 internal fault.
+#include <fmt/core.h>
+
+#include <map>
+
+#include "joule/cli/commands.h"
+#include "joule/core/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"joule " JOULE_VERSION " - measure, analyze and optimize neural networks (ONNX)"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("joule ") + JOULE_VERSION);
+  std::map<CLI::App*, joule::cli::Action> actions;
+  auto add = [&](const char* name, const char* desc, joule::cli::Action (*fn)(CLI::App&)) {
+    CLI::App* sub = app.add_subcommand(name, desc);
+    actions[sub] = fn(*sub);
+  };
+  add("info", "Summarise a model: inputs/outputs, op histogram, parameters, MACs/FLOPs per node", joule::cli::add_info);
+  add("run", "Run a model on inputs (.npy or TensorProto .pb) and write its outputs as .npy", joule::cli::add_run);
+  add("graph", "Draw the model graph (.svg/.png/.pdf through Graphviz dot, .dot text, .txt listing)", joule::cli::add_graph);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  try {
+    for (auto* sub : app.get_subcommands()) return actions.at(sub)();
+  } catch (const joule::Error& e) {
+    fmt::print(stderr, "joule: error: {}\n", e.what());
+    return e.is_user_error() ? 2 : 1;
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "joule: error: out of memory\n");
+    return 1;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "joule: internal error: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -119,4 +119,29 @@ DType dtype_from_name(const std::string& name) {
   return DType::Undefined;
 }
 
+namespace {
+struct OnnxCode {
+  int code;
+  DType type;
+};
+constexpr OnnxCode kOnnxCodes[] = {
+    {1, DType::Float32}, {2, DType::UInt8},   {3, DType::Int8},    {4, DType::UInt16},
+    {5, DType::Int16},   {6, DType::Int32},   {7, DType::Int64},   {9, DType::Bool},
+    {10, DType::Float16}, {11, DType::Float64}, {12, DType::UInt32}, {13, DType::UInt64},
+    {16, DType::BFloat16},
+};
+}  // namespace
+
+DType dtype_from_onnx(int code) {
+  for (auto& c : kOnnxCodes)
+    if (c.code == code) return c.type;
+  return DType::Undefined;
+}
+
+int dtype_to_onnx(DType t) {
+  for (auto& c : kOnnxCodes)
+    if (c.type == t) return c.code;
+  return 0;
+}
+
 }  // namespace joule

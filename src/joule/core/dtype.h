@@ -42,6 +42,10 @@ enum class DType : uint8_t {
 size_t dtype_size(DType t);
 const char* dtype_name(DType t);
 DType dtype_from_name(const std::string& name);  // "float32", ...; Undefined when unknown
+// ONNX TensorProto.DataType codes (1 = FLOAT, 7 = INT64, ...). Undefined for codes joule
+// does not support (string, complex, float8).
+DType dtype_from_onnx(int code);
+int dtype_to_onnx(DType t);
 inline bool is_floating(DType t) {
   return t == DType::Float32 || t == DType::Float64 || t == DType::Float16 || t == DType::BFloat16;
 }

@@ -1,0 +1,65 @@
+#include <fmt/core.h>
+
+#include "joule/cli/commands.h"
+#include "joule/cli/util.h"
+#include "joule/passes/model_info.h"
+
+namespace joule::cli {
+
+namespace {
+struct InfoArgs {
+  std::string model;
+  std::string format = "table";
+  bool nodes = false;
+};
+
+void print_table(const nlohmann::json& j, bool nodes) {
+  fmt::print("model: {}  (producer: {}, opsets:", j["graph"].get<std::string>(), j["producer"].get<std::string>());
+  for (auto& [d, v] : j["opsets"].items()) fmt::print(" {}={}", d, v.get<int64_t>());
+  fmt::print(")\n");
+  for (const char* io : {"inputs", "outputs"})
+    for (auto& v : j[io])
+      fmt::print("  {:<7} {:<24} {} {}\n", std::string(io).substr(0, std::string(io).size() - 1),
+                 v["name"].get<std::string>(), v["dtype"].get<std::string>(), v["shape"].get<std::string>());
+  fmt::print("nodes: {}   parameters: {} ({})   MACs: {}   FLOPs: {}\n", j["num_nodes"].get<size_t>(),
+             human_count(j["parameters"].get<double>()), human_bytes(j["weight_bytes"].get<double>()),
+             human_count(j["total"]["macs"].get<double>()), human_count(j["total"]["flops"].get<double>()));
+  fmt::print("\n{:<28} {:>6} {:>10} {:>10} {:>7}\n", "op", "count", "MACs", "params", "%MACs");
+  double total = std::max(1.0, j["total"]["macs"].get<double>());
+  for (auto& h : j["op_histogram"])
+    fmt::print("{:<28} {:>6} {:>10} {:>10} {:>6.1f}%\n", h["op"].get<std::string>(), h["count"].get<int>(),
+               human_count(h["macs"].get<double>()), human_count(h["params"].get<double>()),
+               100.0 * h["macs"].get<double>() / total);
+  if (nodes) {
+    fmt::print("\n{:<40} {:<18} {:>10} {:>10}  {}\n", "node", "op", "MACs", "FLOPs", "output");
+    for (auto& n : j["nodes"])
+      fmt::print("{:<40} {:<18} {:>10} {:>10}  {}\n", n["name"].get<std::string>(), n["op"].get<std::string>(),
+                 n.contains("macs") ? human_count(n["macs"].get<double>()) : "?",
+                 n.contains("flops") ? human_count(n["flops"].get<double>()) : "?",
+                 n["outputs"].empty() ? "" : n["outputs"][0].get<std::string>());
+  }
+  auto& bad = j["unsupported"];
+  if (bad.empty()) {
+    fmt::print("\nall {} nodes supported\n", j["num_nodes"].get<size_t>());
+  } else {
+    fmt::print("\nunsupported nodes ({}):\n", bad.size());
+    for (auto& b : bad) fmt::print("  {}\n", b.get<std::string>());
+  }
+}
+}  // namespace
+
+Action add_info(CLI::App& app) {
+  auto a = std::make_shared<InfoArgs>();
+  app.add_option("model", a->model, "ONNX model file")->required();
+  app.add_option("--format", a->format, "table or json")->check(CLI::IsMember({"table", "json"}));
+  app.add_flag("--nodes", a->nodes, "also list every node with its cost (table format)");
+  return [a] {
+    ir::Graph g = load_model_or_default(a->model);
+    nlohmann::json j = passes::model_info(g);
+    if (a->format == "json") fmt::print("{}\n", j.dump(2));
+    else print_table(j, a->nodes);
+    return 0;
+  };
+}
+
+}  // namespace joule::cli

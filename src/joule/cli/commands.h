@@ -1,0 +1,14 @@
+#pragma once
+// Each `joule <verb>` registers its flags on a CLI11 subcommand and returns the action to run.
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace joule::cli {
+
+using Action = std::function<int()>;
+
+Action add_info(CLI::App& app);
+Action add_run(CLI::App& app);
+Action add_graph(CLI::App& app);
+
+}  // namespace joule::cli

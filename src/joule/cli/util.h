@@ -1,0 +1,17 @@
+#pragma once
+// Small helpers shared by CLI commands (formatting, model loading).
+#include <string>
+
+#include "joule/ir/graph.h"
+
+namespace joule::cli {
+
+std::string human_count(double v);   // 1.82G, 11.7M, 932
+std::string human_bytes(double v);   // 44.6 MB
+// Loads an ONNX model; "default" (or "fashion_cnn") names the bundled example model.
+ir::Graph load_model_or_default(const std::string& path);
+std::string resolve_model_path(const std::string& path);
+// Replaces characters outside [A-Za-z0-9._-] with '_' (output file names).
+std::string safe_filename(const std::string& s);
+
+}  // namespace joule::cli

@@ -1,0 +1,43 @@
+#include "joule/core/file_util.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "joule/core/error.h"
+
+namespace joule {
+
+namespace fs = std::filesystem;
+
+std::string read_file(const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) fail(path + ": no such file");
+  if (fs::is_directory(path, ec)) fail(path + ": is a directory, expected a file");
+  std::ifstream f(path, std::ios::binary);
+  if (!f) fail(path + ": cannot open for reading");
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+void write_file_atomic(const std::string& path, const std::string& bytes) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    if (!f) fail(path + ": cannot open for writing");
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!f) {
+      fs::remove(tmp);
+      fail(path + ": write failed");
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp);
+    fail(path + ": cannot write: " + ec.message());
+  }
+}
+
+}  // namespace joule

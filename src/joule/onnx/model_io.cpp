@@ -1,0 +1,327 @@
+#include "joule/onnx/model_io.h"
+
+#include <onnx/onnx_pb.h>
+
+#include "joule/core/file_util.h"
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace joule::onnx {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+template <class Src, class Dst>
+void copy_field(const Src& field, Tensor& t, const std::string& what) {
+  if (static_cast<int64_t>(field.size()) != t.numel())
+    fail(what + ": has " + std::to_string(field.size()) + " values, shape needs " +
+         std::to_string(t.numel()));
+  Dst* d = static_cast<Dst*>(t.raw());
+  for (int i = 0; i < field.size(); ++i) d[i] = static_cast<Dst>(field.Get(i));
+}
+
+// 16-bit floats and small ints live in int32_data as their bit pattern / value.
+template <class Dst>
+void copy_int32_field_bits(const ::onnx::TensorProto& p, Tensor& t, const std::string& what) {
+  if (static_cast<int64_t>(p.int32_data_size()) != t.numel())
+    fail(what + ": has " + std::to_string(p.int32_data_size()) + " values, shape needs " +
+         std::to_string(t.numel()));
+  auto* d = static_cast<uint16_t*>(t.raw());
+  for (int i = 0; i < p.int32_data_size(); ++i) d[i] = static_cast<uint16_t>(p.int32_data(i));
+}
+
+std::string read_external(const ::onnx::TensorProto& p, const std::string& base_dir,
+                          const std::string& what, size_t nbytes) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (auto& kv : p.external_data()) {
+    if (kv.key() == "location") location = kv.value();
+    else if (kv.key() == "offset") offset = std::stoll(kv.value());
+    else if (kv.key() == "length") length = std::stoll(kv.value());
+  }
+  if (location.empty()) fail(what + ": external data without a location");
+  if (fs::path(location).is_absolute() || location.find("..") != std::string::npos)
+    fail(what + ": external data location '" + location + "' must be relative to the model");
+  std::string path = (fs::path(base_dir) / location).string();
+  std::ifstream f(path, std::ios::binary);
+  if (!f) fail(what + ": external data file " + path + " not found");
+  f.seekg(0, std::ios::end);
+  int64_t size = f.tellg();
+  if (length < 0) length = static_cast<int64_t>(nbytes);
+  if (offset < 0 || offset + length > size)
+    fail(what + ": external data " + path + " is too short (" + std::to_string(size) +
+         " bytes, need " + std::to_string(offset + length) + ")");
+  std::string buf(static_cast<size_t>(length), '\0');
+  f.seekg(offset);
+  f.read(buf.data(), length);
+  return buf;
+}
+
+Tensor tensor_from_proto(const ::onnx::TensorProto& p, const std::string& base_dir,
+                         const std::string& what) {
+  DType dt = dtype_from_onnx(p.data_type());
+  if (dt == DType::Undefined)
+    fail_unsupported(what + ": tensor data type " + std::to_string(p.data_type()) +
+                     (p.data_type() == 8 ? " (string)" : "") + " is not supported");
+  if (p.has_segment()) fail_unsupported(what + ": segmented tensors are not supported");
+  Shape shape(p.dims().begin(), p.dims().end());
+  for (int64_t d : shape)
+    if (d < 0) fail(what + ": negative dimension in " + shape_str(shape));
+  Tensor t(dt, shape);
+  const size_t nbytes = t.nbytes();
+  if (p.data_location() == ::onnx::TensorProto::EXTERNAL) {
+    std::string raw = read_external(p, base_dir, what, nbytes);
+    if (raw.size() != nbytes)
+      fail(what + ": external data has " + std::to_string(raw.size()) + " bytes, shape " +
+           shape_str(shape) + " needs " + std::to_string(nbytes));
+    std::memcpy(t.raw(), raw.data(), nbytes);
+    return t;
+  }
+  if (p.has_raw_data()) {
+    if (p.raw_data().size() != nbytes)
+      fail(what + ": raw_data has " + std::to_string(p.raw_data().size()) + " bytes, shape " +
+           shape_str(shape) + " of " + dtype_name(dt) + " needs " + std::to_string(nbytes));
+    if (nbytes) std::memcpy(t.raw(), p.raw_data().data(), nbytes);
+    return t;
+  }
+  switch (dt) {
+    case DType::Float32: copy_field<decltype(p.float_data()), float>(p.float_data(), t, what); break;
+    case DType::Float64: copy_field<decltype(p.double_data()), double>(p.double_data(), t, what); break;
+    case DType::Int64: copy_field<decltype(p.int64_data()), int64_t>(p.int64_data(), t, what); break;
+    case DType::UInt64: copy_field<decltype(p.uint64_data()), uint64_t>(p.uint64_data(), t, what); break;
+    case DType::UInt32: copy_field<decltype(p.uint64_data()), uint32_t>(p.uint64_data(), t, what); break;
+    case DType::Int32: copy_field<decltype(p.int32_data()), int32_t>(p.int32_data(), t, what); break;
+    case DType::Int16: copy_field<decltype(p.int32_data()), int16_t>(p.int32_data(), t, what); break;
+    case DType::UInt16: copy_field<decltype(p.int32_data()), uint16_t>(p.int32_data(), t, what); break;
+    case DType::Int8: copy_field<decltype(p.int32_data()), int8_t>(p.int32_data(), t, what); break;
+    case DType::UInt8: copy_field<decltype(p.int32_data()), uint8_t>(p.int32_data(), t, what); break;
+    case DType::Bool: copy_field<decltype(p.int32_data()), bool>(p.int32_data(), t, what); break;
+    case DType::Float16:
+    case DType::BFloat16: copy_int32_field_bits<uint16_t>(p, t, what); break;
+    case DType::Undefined: break;
+  }
+  return t;
+}
+
+void tensor_to_proto(const Tensor& t, const std::string& name, ::onnx::TensorProto* p) {
+  p->set_name(name);
+  p->set_data_type(dtype_to_onnx(t.dtype()));
+  for (int64_t d : t.shape()) p->add_dims(d);
+  p->set_raw_data(t.raw(), t.nbytes());
+}
+
+ir::TensorType type_from_proto(const ::onnx::TypeProto& tp, const std::string& what) {
+  if (!tp.has_tensor_type()) {
+    std::string kind = tp.has_sequence_type() ? "sequence"
+                       : tp.has_map_type()    ? "map"
+                       : tp.has_optional_type() ? "optional"
+                       : tp.has_sparse_tensor_type() ? "sparse tensor" : "unknown";
+    fail_unsupported(what + ": " + kind + " values are not supported (tensors only)");
+  }
+  const auto& tt = tp.tensor_type();
+  ir::TensorType r;
+  r.dtype = dtype_from_onnx(tt.elem_type());
+  if (r.dtype == DType::Undefined)
+    fail_unsupported(what + ": element type " + std::to_string(tt.elem_type()) + " is not supported");
+  if (tt.has_shape()) {
+    r.has_shape = true;
+    for (auto& d : tt.shape().dim()) {
+      ir::Dim dim;
+      if (d.has_dim_value()) dim.value = d.dim_value();
+      else if (d.has_dim_param()) dim.param = d.dim_param();
+      r.dims.push_back(dim);
+    }
+  }
+  return r;
+}
+
+void type_to_proto(const ir::TensorType& t, ::onnx::TypeProto* tp) {
+  auto* tt = tp->mutable_tensor_type();
+  tt->set_elem_type(dtype_to_onnx(t.dtype));
+  if (!t.has_shape) return;
+  auto* sh = tt->mutable_shape();
+  for (auto& d : t.dims) {
+    auto* pd = sh->add_dim();
+    if (d.is_static()) pd->set_dim_value(d.value);
+    else if (!d.param.empty()) pd->set_dim_param(d.param);
+  }
+}
+
+ir::Attribute attr_from_proto(const ::onnx::AttributeProto& a, const std::string& base_dir,
+                              const std::string& what) {
+  using A = ::onnx::AttributeProto;
+  switch (a.type()) {
+    case A::FLOAT: return a.f();
+    case A::INT: return static_cast<int64_t>(a.i());
+    case A::STRING: return a.s();
+    case A::TENSOR: return tensor_from_proto(a.t(), base_dir, what + " attribute '" + a.name() + "'");
+    case A::FLOATS: return std::vector<float>(a.floats().begin(), a.floats().end());
+    case A::INTS: return std::vector<int64_t>(a.ints().begin(), a.ints().end());
+    case A::STRINGS: return std::vector<std::string>(a.strings().begin(), a.strings().end());
+    default: break;
+  }
+  fail_unsupported(what + ": attribute '" + a.name() + "' has a type joule does not support "
+                   "(graph, sparse tensor or type attributes)");
+}
+
+void attr_to_proto(const std::string& name, const ir::Attribute& v, ::onnx::AttributeProto* a) {
+  using A = ::onnx::AttributeProto;
+  a->set_name(name);
+  std::visit(
+      [&](const auto& x) {
+        using V = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<V, int64_t>) {
+          a->set_type(A::INT);
+          a->set_i(x);
+        } else if constexpr (std::is_same_v<V, float>) {
+          a->set_type(A::FLOAT);
+          a->set_f(x);
+        } else if constexpr (std::is_same_v<V, std::string>) {
+          a->set_type(A::STRING);
+          a->set_s(x);
+        } else if constexpr (std::is_same_v<V, Tensor>) {
+          a->set_type(A::TENSOR);
+          tensor_to_proto(x, "", a->mutable_t());
+        } else if constexpr (std::is_same_v<V, std::vector<int64_t>>) {
+          a->set_type(A::INTS);
+          for (auto i : x) a->add_ints(i);
+        } else if constexpr (std::is_same_v<V, std::vector<float>>) {
+          a->set_type(A::FLOATS);
+          for (auto f : x) a->add_floats(f);
+        } else {
+          a->set_type(A::STRINGS);
+          for (auto& s : x) a->add_strings(s);
+        }
+      },
+      v);
+}
+
+}  // namespace
+
+ir::Graph parse_model(const std::string& bytes, const std::string& base_dir, const std::string& what) {
+  ::onnx::ModelProto m;
+  if (bytes.empty()) fail(what + ": file is empty, expected an ONNX model");
+  if (!m.ParseFromString(bytes))
+    fail(what + ": not a valid ONNX model (protobuf parse failed: truncated or corrupt file?)");
+  if (!m.has_graph()) fail(what + ": ONNX model has no graph");
+  if (m.ir_version() <= 0) fail(what + ": ONNX model has no ir_version (not an ONNX model?)");
+  const auto& gp = m.graph();
+  if (gp.sparse_initializer_size() > 0)
+    fail_unsupported(what + ": sparse initializers are not supported");
+
+  ir::Graph g;
+  g.name = gp.name();
+  for (auto& op : m.opset_import()) {
+    std::string dom = op.domain() == "ai.onnx" ? "" : op.domain();
+    g.opsets[dom] = op.version();
+  }
+  if (!g.opsets.count("")) g.opsets[""] = 1;  // ONNX: missing default domain means opset 1
+  if (!m.producer_name().empty()) g.model_props["producer"] = m.producer_name();
+  if (!m.producer_version().empty()) g.model_props["producer_version"] = m.producer_version();
+  for (auto& kv : m.metadata_props()) g.model_props[kv.key()] = kv.value();
+
+  for (auto& init : gp.initializer()) {
+    if (init.name().empty()) fail(what + ": initializer without a name");
+    Tensor t = tensor_from_proto(init, base_dir, what + ": initializer '" + init.name() + "'");
+    g.types[init.name()] = ir::TensorType::of(t.dtype(), t.shape());
+    g.initializers[init.name()] = std::move(t);
+  }
+  for (auto& vi : gp.input()) {
+    if (g.initializers.count(vi.name())) continue;  // initializer listed as input (IR < 4)
+    g.inputs.push_back(vi.name());
+    g.types[vi.name()] = type_from_proto(vi.type(), what + ": input '" + vi.name() + "'");
+  }
+  for (auto& vi : gp.output()) {
+    g.outputs.push_back(vi.name());
+    if (vi.has_type()) g.types[vi.name()] = type_from_proto(vi.type(), what + ": output '" + vi.name() + "'");
+  }
+  int idx = 0;
+  for (auto& np : gp.node()) {
+    ir::Node n;
+    n.op_type = np.op_type();
+    n.domain = np.domain() == "ai.onnx" ? "" : np.domain();
+    n.name = np.name().empty() ? n.op_type + "_" + std::to_string(idx) : np.name();
+    ++idx;
+    n.inputs.assign(np.input().begin(), np.input().end());
+    n.outputs.assign(np.output().begin(), np.output().end());
+    for (auto& a : np.attribute()) {
+      if (!a.ref_attr_name().empty())
+        fail_unsupported(what + ": " + n.where() + " uses a function attribute reference");
+      n.attrs[a.name()] = attr_from_proto(a, base_dir, what + ": " + n.where());
+    }
+    g.add_node(std::move(n));
+  }
+  // Node names must be unique for per-layer reports and --algo NAME.
+  std::map<std::string, int> seen;
+  for (auto& n : g.nodes)
+    if (seen[n->name]++) n->name += "_" + std::to_string(seen[n->name] - 1);
+  return g;
+}
+
+ir::Graph load_model(const std::string& path) {
+  std::string bytes = read_file(path);
+  std::string dir = fs::path(path).parent_path().string();
+  return parse_model(bytes, dir.empty() ? "." : dir, path);
+}
+
+std::string serialize_model(const ir::Graph& g) {
+  ::onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.set_producer_name("joule");
+  m.set_producer_version(JOULE_VERSION);
+  for (auto& [dom, ver] : g.opsets) {
+    auto* op = m.add_opset_import();
+    op->set_domain(dom);
+    op->set_version(ver);
+  }
+  auto* gp = m.mutable_graph();
+  gp->set_name(g.name.empty() ? "joule" : g.name);
+  for (auto& [name, t] : g.initializers) tensor_to_proto(t, name, gp->add_initializer());
+  auto add_vi = [&](const std::string& name, auto* list) {
+    auto* vi = list->Add();
+    vi->set_name(name);
+    if (auto* t = g.type_of(name); t && t->dtype != DType::Undefined) type_to_proto(*t, vi->mutable_type());
+  };
+  for (auto& i : g.inputs) add_vi(i, gp->mutable_input());
+  for (auto& o : g.outputs) add_vi(o, gp->mutable_output());
+  for (auto& n : g.nodes) {
+    auto* np = gp->add_node();
+    np->set_name(n->name);
+    np->set_op_type(n->op_type);
+    if (!n->domain.empty()) np->set_domain(n->domain);
+    for (auto& i : n->inputs) np->add_input(i);
+    for (auto& o : n->outputs) {
+      np->add_output(o);
+      bool is_out = std::find(g.outputs.begin(), g.outputs.end(), o) != g.outputs.end();
+      if (!is_out && !o.empty())
+        if (auto* t = g.type_of(o); t && t->dtype != DType::Undefined) add_vi(o, gp->mutable_value_info());
+    }
+    for (auto& [k, v] : n->attrs) attr_to_proto(k, v, np->add_attribute());
+  }
+  std::string out;
+  if (!m.SerializeToString(&out))
+    fail("cannot serialize model: it exceeds protobuf's 2 GB limit");
+  return out;
+}
+
+void save_model(const ir::Graph& g, const std::string& path) { write_file_atomic(path, serialize_model(g)); }
+
+Tensor parse_tensor_pb(const std::string& bytes, const std::string& what) {
+  ::onnx::TensorProto p;
+  if (!p.ParseFromString(bytes)) fail(what + ": not a valid ONNX TensorProto");
+  return tensor_from_proto(p, ".", what);
+}
+
+Tensor load_tensor_pb(const std::string& path) { return parse_tensor_pb(read_file(path), path); }
+
+void save_tensor_pb(const Tensor& t, const std::string& name, const std::string& path) {
+  ::onnx::TensorProto p;
+  tensor_to_proto(t, name, &p);
+  write_file_atomic(path, p.SerializeAsString());
+}
+
+}  // namespace joule::onnx

@@ -1,0 +1,105 @@
+// BatchNormalization, inference mode: Y = (X - mean) / sqrt(var + epsilon) * scale + B per
+// channel (dim 1). Training mode (training_mode=1, or the extra statistics outputs of older
+// opsets) is not supported.
+#include <cmath>
+
+#include "joule/ops/nn_util.h"
+
+namespace joule::ops {
+namespace {
+
+std::string check(const ir::Node& n, int64_t opset) {
+  if (n.attr_int("training_mode", 0) != 0) return "training_mode=1 (only inference is supported)";
+  for (size_t i = 1; i < n.outputs.size(); ++i)
+    if (!n.outputs[i].empty())
+      return "output " + std::to_string(i) + " (running statistics are only produced in training mode)";
+  if (opset < 9 && n.attr_int("spatial", 1) == 0) return "spatial=0";
+  return "";
+}
+
+void check_or_fail(const ir::Node& n, int64_t opset) {
+  const std::string why = check(n, opset);
+  if (!why.empty()) fail_unsupported(n.where() + ": " + why);
+}
+
+void infer(InferContext& c) {
+  const ir::TensorType& x = c.in(0);
+  if (x.has_shape && x.dims.size() < 2)
+    fail(c.node.where() + ": input rank must be >= 2, got " + x.str());
+  for (size_t i = 1; i < 5; ++i) {
+    const ir::TensorType& p = c.in(i);
+    if (!p.has_shape) continue;
+    if (p.dims.size() != 1) fail(c.node.where() + ": input " + std::to_string(i) + " must be 1-D");
+    if (x.has_shape && x.dims[1].is_static() && p.dims[0].is_static() && p.dims[0].value != x.dims[1].value)
+      fail(c.node.where() + ": input " + std::to_string(i) + " has " + std::to_string(p.dims[0].value) +
+           " elements for " + std::to_string(x.dims[1].value) + " channels");
+  }
+  c.out(0) = x;
+  // Training-mode statistics (the kernel rejects them; typed here for graph inference).
+  // All of them are [C] vectors with the dtype of input_mean.
+  for (size_t i = 1; i < c.output_types.size(); ++i) c.out(i) = c.in(3);
+}
+
+template <class T>
+void bn_kernel(const Tensor& X, const std::vector<double>& a, const std::vector<double>& b, Tensor& Y,
+               ThreadPool* pool) {
+  const int64_t N = X.dim(0), C = X.dim(1);
+  const int64_t plane = C == 0 || N == 0 ? 0 : X.numel() / (N * C);
+  const T* x = X.data<T>();
+  T* y = Y.data<T>();
+  auto body = [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const size_t ch = static_cast<size_t>(t % C);
+      const T sa = static_cast<T>(a[ch]), sb = static_cast<T>(b[ch]);
+      const T* xp = x + t * plane;
+      T* yp = y + t * plane;
+      for (int64_t i = 0; i < plane; ++i) yp[i] = xp[i] * sa + sb;
+    }
+  };
+  if (pool) pool->parallel_for(N * C, body);
+  else body(0, N * C);
+}
+
+void run(KernelContext& c) {
+  check_or_fail(c.node, c.opset);
+  if (nn::run_half_as_float(c, run)) return;
+  const Tensor& X = c.in(0);
+  if (X.rank() < 2) fail(c.node.where() + ": input rank must be >= 2, got " + X.describe());
+  const int64_t C = X.dim(1);
+  for (size_t i = 1; i < 5; ++i) {
+    const Tensor& p = c.in(i);
+    if (p.rank() != 1 || p.dim(0) != C)
+      fail(c.node.where() + ": input " + std::to_string(i) + " " + p.describe() + " does not match " +
+           std::to_string(C) + " channels");
+  }
+  const double eps = c.node.attr_float("epsilon", 1e-5f);
+  std::vector<double> a(static_cast<size_t>(C)), b(static_cast<size_t>(C));
+  for (int64_t ch = 0; ch < C; ++ch) {
+    const double scale = c.in(1).value_as_double(ch), bias = c.in(2).value_as_double(ch);
+    const double mean = c.in(3).value_as_double(ch), var = c.in(4).value_as_double(ch);
+    const double s = scale / std::sqrt(var + eps);
+    a[static_cast<size_t>(ch)] = s;
+    b[static_cast<size_t>(ch)] = bias - mean * s;
+  }
+  Tensor Y(X.dtype(), X.shape());
+  switch (X.dtype()) {
+    case DType::Float32: bn_kernel<float>(X, a, b, Y, c.pool); break;
+    case DType::Float64: bn_kernel<double>(X, a, b, Y, c.pool); break;
+    default: fail_unsupported(c.node.where() + ": dtype " + dtype_name(X.dtype()));
+  }
+  c.outputs[0] = Y;
+}
+
+Cost cost(const CostContext& c) {
+  Cost r;
+  if (!c.in.empty()) r.flops = 2 * nn::numel_d(c.in[0]);
+  r.bytes = nn::io_bytes(c);
+  return r;
+}
+
+}  // namespace
+
+extern const OpDef kOpBatchNormalization;
+const OpDef kOpBatchNormalization{"BatchNormalization", "", 5, 5, infer, run, cost, check};
+
+}  // namespace joule::ops

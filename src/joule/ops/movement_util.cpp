@@ -1,0 +1,295 @@
+#include "joule/ops/movement_util.h"
+
+#include <cstring>
+#include <type_traits>
+
+namespace joule::ops::movement {
+
+std::vector<ir::Dim> dims_of(const Shape& s) {
+  std::vector<ir::Dim> d;
+  d.reserve(s.size());
+  for (int64_t v : s) d.push_back(ir::Dim{v, ""});
+  return d;
+}
+
+Shape shape_of(const std::vector<ir::Dim>& dims) {
+  Shape s;
+  s.reserve(dims.size());
+  for (auto& d : dims) {
+    if (!d.is_static()) fail_internal("shape_of: non-static dims " + ir::dims_str(dims));
+    s.push_back(d.value);
+  }
+  return s;
+}
+
+ir::TensorType make_type(DType t, std::vector<ir::Dim> dims) {
+  ir::TensorType r;
+  r.dtype = t;
+  r.has_shape = true;
+  r.dims = std::move(dims);
+  return r;
+}
+
+ir::TensorType unknown_rank(DType t) {
+  ir::TensorType r;
+  r.dtype = t;
+  return r;
+}
+
+std::vector<ir::Dim> unknown_dims(size_t n) { return std::vector<ir::Dim>(n, ir::Dim{}); }
+
+std::optional<std::vector<int64_t>> known_ints(const InferContext& c, size_t i) {
+  if (!c.has(i) || i >= c.input_values.size() || !c.input_values[i]) return std::nullopt;
+  return c.input_values[i]->to_int_vector();
+}
+
+int64_t static_length(const InferContext& c, size_t i) {
+  if (!c.has(i)) return -1;
+  const ir::TensorType& t = *c.input_types[i];
+  if (!t.has_shape) return -1;
+  if (t.dims.empty()) return 1;
+  if (t.dims.size() != 1 || !t.dims[0].is_static()) return -1;
+  return t.dims[0].value;
+}
+
+ir::Dim dims_product(const std::vector<ir::Dim>& dims, size_t begin, size_t end) {
+  int64_t prod = 1;
+  const ir::Dim* sym = nullptr;
+  for (size_t i = begin; i < end; ++i) {
+    const ir::Dim& d = dims[i];
+    if (d.is_static()) {
+      prod *= d.value;
+    } else if (d.param.empty() || sym) {
+      return ir::Dim{};
+    } else {
+      sym = &d;
+    }
+  }
+  if (!sym) return ir::Dim{prod, ""};
+  if (prod == 0) return ir::Dim{0, ""};
+  return prod == 1 ? *sym : ir::Dim{};
+}
+
+ir::Dim dim_mul(const ir::Dim& d, int64_t k) {
+  if (d.is_static()) return ir::Dim{d.value * k, ""};
+  if (k == 1) return d;
+  if (k == 0) return ir::Dim{0, ""};
+  return ir::Dim{};
+}
+
+Tensor strided_copy(const Tensor& in, const Shape& out_shape, const std::vector<int64_t>& strides,
+                    int64_t offset) {
+  Tensor out(in.dtype(), out_shape);
+  const int64_t n = out.numel();
+  if (n == 0) return out;
+  const size_t r = out_shape.size();
+  visit_elem_bytes(in.dtype(), [&](auto tag) {
+    using U = typename decltype(tag)::type;
+    const U* src = static_cast<const U*>(in.raw());
+    U* dst = static_cast<U*>(out.raw());
+    if (r == 0) {
+      dst[0] = src[offset];
+      return;
+    }
+    const int64_t inner = out_shape[r - 1];
+    const int64_t step = strides[r - 1];
+    const int64_t outer = n / inner;
+    std::vector<int64_t> idx(r - 1, 0);
+    int64_t base = offset;
+    for (int64_t o = 0; o < outer; ++o) {
+      U* row = dst + o * inner;
+      const U* s = src + base;
+      if (step == 1) {
+        std::memcpy(row, s, static_cast<size_t>(inner) * sizeof(U));
+      } else {
+        for (int64_t j = 0; j < inner; ++j) row[j] = s[j * step];
+      }
+      for (size_t d = r - 1; d-- > 0;) {
+        base += strides[d];
+        if (++idx[d] < out_shape[d]) break;
+        base -= strides[d] * idx[d];
+        idx[d] = 0;
+      }
+    }
+  });
+  return out;
+}
+
+Tensor transpose_tensor(const Tensor& x, const std::vector<int64_t>& perm) {
+  const auto in_strides = shape_strides(x.shape());
+  Shape out_shape(perm.size());
+  std::vector<int64_t> strides(perm.size());
+  for (size_t d = 0; d < perm.size(); ++d) {
+    out_shape[d] = x.shape()[static_cast<size_t>(perm[d])];
+    strides[d] = in_strides[static_cast<size_t>(perm[d])];
+  }
+  return strided_copy(x, out_shape, strides, 0);
+}
+
+Tensor mapped_copy(const Tensor& in, const Shape& out_shape,
+                   const std::vector<std::vector<int64_t>>& maps, const Tensor* fill) {
+  Tensor out(in.dtype(), out_shape);
+  const int64_t n = out.numel();
+  if (n == 0) return out;
+  const size_t r = out_shape.size();
+  const auto in_strides = shape_strides(in.shape());
+  // offsets[d][o]: element offset contributed by output index o along d, or -1 for fill
+  std::vector<std::vector<int64_t>> offsets(r);
+  for (size_t d = 0; d < r; ++d) {
+    offsets[d].resize(static_cast<size_t>(out_shape[d]));
+    for (size_t o = 0; o < offsets[d].size(); ++o) {
+      int64_t m = maps[d][o];
+      offsets[d][o] = m < 0 ? -1 : m * in_strides[d];
+    }
+  }
+  visit_elem_bytes(in.dtype(), [&](auto tag) {
+    using U = typename decltype(tag)::type;
+    const U* src = static_cast<const U*>(in.raw());
+    U* dst = static_cast<U*>(out.raw());
+    U fv{};
+    if (fill) std::memcpy(&fv, fill->raw(), sizeof(U));
+    if (r == 0) {
+      dst[0] = src[0];
+      return;
+    }
+    const auto& last = offsets[r - 1];
+    const int64_t inner = out_shape[r - 1];
+    const int64_t outer = n / inner;
+    std::vector<int64_t> idx(r - 1, 0);
+    for (int64_t o = 0; o < outer; ++o) {
+      int64_t base = 0;
+      bool filled = false;
+      for (size_t d = 0; d + 1 < r; ++d) {
+        int64_t v = offsets[d][static_cast<size_t>(idx[d])];
+        if (v < 0) filled = true;
+        base += v;
+      }
+      U* row = dst + o * inner;
+      if (filled) {
+        for (int64_t j = 0; j < inner; ++j) row[j] = fv;
+      } else {
+        for (int64_t j = 0; j < inner; ++j) {
+          int64_t v = last[static_cast<size_t>(j)];
+          row[j] = v < 0 ? fv : src[base + v];
+        }
+      }
+      for (size_t d = r - 1; d-- > 0;) {
+        if (++idx[d] < out_shape[d]) break;
+        idx[d] = 0;
+      }
+    }
+  });
+  return out;
+}
+
+std::vector<int64_t> index_values(const Tensor& t, const ir::Node& node, const char* what) {
+  std::vector<int64_t> v(static_cast<size_t>(t.numel()));
+  if (t.dtype() == DType::Int64) {
+    const int64_t* p = t.data<int64_t>();
+    for (size_t i = 0; i < v.size(); ++i) v[i] = p[i];
+  } else if (t.dtype() == DType::Int32) {
+    const int32_t* p = t.data<int32_t>();
+    for (size_t i = 0; i < v.size(); ++i) v[i] = p[i];
+  } else {
+    fail(node.where() + ": " + what + " must be int32 or int64, got " + dtype_name(t.dtype()));
+  }
+  return v;
+}
+
+int64_t normalize_index(int64_t i, int64_t dim, const ir::Node& node) {
+  int64_t j = i < 0 ? i + dim : i;
+  if (j < 0 || j >= dim)
+    fail(node.where() + ": index " + std::to_string(i) + " out of range for dimension " +
+         std::to_string(dim));
+  return j;
+}
+
+DType dtype_from_onnx(int64_t code, const ir::Node& node) {
+  switch (code) {
+    case 1: return DType::Float32;
+    case 2: return DType::UInt8;
+    case 3: return DType::Int8;
+    case 4: return DType::UInt16;
+    case 5: return DType::Int16;
+    case 6: return DType::Int32;
+    case 7: return DType::Int64;
+    case 9: return DType::Bool;
+    case 10: return DType::Float16;
+    case 11: return DType::Float64;
+    case 12: return DType::UInt32;
+    case 13: return DType::UInt64;
+    case 16: return DType::BFloat16;
+    default: break;
+  }
+  fail_unsupported(node.where() + ": ONNX data type " + std::to_string(code) + " is not supported");
+}
+
+Tensor filled(const Tensor& value, const Shape& shape) {
+  const Tensor src = one_element(value).reshaped(Shape(shape.size(), 1));
+  std::vector<std::vector<int64_t>> maps;
+  for (int64_t d : shape) maps.emplace_back(static_cast<size_t>(d), 0);
+  return mapped_copy(src, shape, maps);
+}
+
+Tensor one_element(const Tensor& t) {
+  Tensor r(t.dtype(), {});
+  if (t.numel() >= 1) std::memcpy(r.raw(), t.raw(), dtype_size(t.dtype()));
+  return r;
+}
+
+Reduction parse_reduction(const ir::Node& node, int64_t opset) {
+  const std::string r = node.attr_string("reduction", "none");
+  if (r == "none") return Reduction::None;
+  if (r == "add" && opset >= 16) return Reduction::Add;
+  if (r == "mul" && opset >= 16) return Reduction::Mul;
+  if (r == "max" && opset >= 18) return Reduction::Max;
+  if (r == "min" && opset >= 18) return Reduction::Min;
+  fail(node.where() + ": reduction '" + r + "' is not valid at opset " + std::to_string(opset));
+}
+
+namespace {
+template <class T>
+T reduce_pair(Reduction r, T a, T b) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return (r == Reduction::Add || r == Reduction::Max) ? (a || b) : (a && b);
+  } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+    return T(reduce_pair<float>(r, static_cast<float>(a), static_cast<float>(b)));
+  } else {
+    switch (r) {
+      case Reduction::Add: return static_cast<T>(a + b);
+      case Reduction::Mul: return static_cast<T>(a * b);
+      case Reduction::Max: return a < b ? b : a;
+      case Reduction::Min: return b < a ? b : a;
+      default: return b;
+    }
+  }
+}
+}  // namespace
+
+void scatter_slices(Tensor& out, const Tensor& updates, const std::vector<int64_t>& dst_offsets,
+                    int64_t slice, Reduction r, const ir::Node& node) {
+  if (updates.dtype() != out.dtype())
+    fail(node.where() + ": updates dtype " + dtype_name(updates.dtype()) + " differs from data " +
+         dtype_name(out.dtype()));
+  const size_t n = static_cast<size_t>(slice);
+  if (r == Reduction::None) {
+    const size_t es = dtype_size(out.dtype());
+    auto* dst = static_cast<std::byte*>(out.raw());
+    const auto* src = static_cast<const std::byte*>(updates.raw());
+    for (size_t k = 0; k < dst_offsets.size(); ++k)
+      std::memcpy(dst + static_cast<size_t>(dst_offsets[k]) * es, src + k * n * es, n * es);
+    return;
+  }
+  visit_dtype(out.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* dst = static_cast<T*>(out.raw());
+    const T* src = static_cast<const T*>(updates.raw());
+    for (size_t k = 0; k < dst_offsets.size(); ++k) {
+      T* d = dst + dst_offsets[k];
+      const T* s = src + k * n;
+      for (size_t j = 0; j < n; ++j) d[j] = reduce_pair<T>(r, d[j], s[j]);
+    }
+  });
+}
+
+}  // namespace joule::ops::movement

@@ -1,0 +1,141 @@
+// Slice: opset 10+ inputs starts/ends/axes/steps (negative steps, clamping); opset 1-9 attributes.
+#include <algorithm>
+#include <limits>
+
+#include "joule/ops/movement_util.h"
+
+namespace joule::ops {
+namespace {
+using namespace movement;
+
+struct SliceParams {
+  std::vector<int64_t> starts, ends, axes, steps;
+};
+
+// Normalised first index and element count along one axis of size dim.
+struct AxisSlice {
+  int64_t start = 0, count = 0;
+};
+
+AxisSlice slice_axis(int64_t dim, int64_t start, int64_t end, int64_t step) {
+  if (dim == 0) return {};
+  if (start < 0) start += dim;
+  if (end < 0) end += dim;
+  AxisSlice r;
+  if (step > 0) {
+    start = std::clamp<int64_t>(start, 0, dim);
+    end = std::clamp<int64_t>(end, 0, dim);
+    r.start = start;
+    r.count = end > start ? (end - start - 1) / step + 1 : 0;
+  } else {
+    start = std::clamp<int64_t>(start, 0, dim - 1);
+    end = std::clamp<int64_t>(end, -1, dim - 1);
+    const int64_t s = step == std::numeric_limits<int64_t>::min()
+                          ? std::numeric_limits<int64_t>::max() : -step;
+    r.start = start;
+    r.count = start > end ? (start - end - 1) / s + 1 : 0;
+  }
+  return r;
+}
+
+// Checks lengths, fills default axes/steps, normalises axes against rank r.
+void normalize_params(SliceParams& p, int64_t r, const ir::Node& node) {
+  if (p.starts.size() != p.ends.size())
+    fail(node.where() + ": starts and ends have different lengths");
+  if (p.axes.empty()) {
+    for (size_t i = 0; i < p.starts.size(); ++i) p.axes.push_back(static_cast<int64_t>(i));
+  }
+  if (p.steps.empty()) p.steps.assign(p.starts.size(), 1);
+  if (p.axes.size() != p.starts.size() || p.steps.size() != p.starts.size())
+    fail(node.where() + ": starts, ends, axes and steps must have the same length");
+  std::vector<bool> seen(static_cast<size_t>(r), false);
+  for (auto& a : p.axes) {
+    a = normalize_axis(a, r, node);
+    if (seen[static_cast<size_t>(a)]) fail(node.where() + ": repeated axis in axes");
+    seen[static_cast<size_t>(a)] = true;
+  }
+  for (int64_t s : p.steps)
+    if (s == 0) fail(node.where() + ": step must not be 0");
+}
+
+std::vector<ir::Dim> slice_dims(const std::vector<ir::Dim>& in, const SliceParams& p) {
+  std::vector<ir::Dim> out = in;
+  for (size_t i = 0; i < p.axes.size(); ++i) {
+    ir::Dim& d = out[static_cast<size_t>(p.axes[i])];
+    if (d.is_static()) {
+      d = ir::Dim{slice_axis(d.value, p.starts[i], p.ends[i], p.steps[i]).count, ""};
+    } else if (!(p.starts[i] == 0 && p.steps[i] == 1 &&
+                 p.ends[i] >= std::numeric_limits<int32_t>::max())) {
+      d = ir::Dim{};  // a full slice keeps a symbolic dim; anything else is unknown
+    }
+  }
+  return out;
+}
+
+void infer(InferContext& c) {
+  const ir::TensorType& x = c.in(0);
+  if (!x.has_shape) {
+    c.out(0) = unknown_rank(x.dtype);
+    return;
+  }
+  SliceParams p;
+  if (c.opset < 10) {
+    p.starts = c.node.attr_ints("starts");
+    p.ends = c.node.attr_ints("ends");
+    p.axes = c.node.attr_ints("axes");
+  } else {
+    auto starts = known_ints(c, 1), ends = known_ints(c, 2);
+    auto axes = known_ints(c, 3), steps = known_ints(c, 4);
+    if (!starts || !ends || (c.has(3) && !axes) || (c.has(4) && !steps)) {
+      std::vector<ir::Dim> dims = x.dims;
+      if (axes) {
+        for (int64_t a : *axes) dims[static_cast<size_t>(normalize_axis(a, rank_of(x), c.node))] = ir::Dim{};
+      } else {
+        dims = unknown_dims(x.dims.size());
+      }
+      c.out(0) = make_type(x.dtype, dims);
+      return;
+    }
+    p = SliceParams{*starts, *ends, axes ? *axes : std::vector<int64_t>{},
+                    steps ? *steps : std::vector<int64_t>{}};
+  }
+  normalize_params(p, rank_of(x), c.node);
+  c.out(0) = make_type(x.dtype, slice_dims(x.dims, p));
+}
+
+void run(KernelContext& c) {
+  const Tensor& x = c.in(0);
+  SliceParams p;
+  if (c.opset < 10) {
+    p.starts = c.node.attr_ints("starts");
+    p.ends = c.node.attr_ints("ends");
+    p.axes = c.node.attr_ints("axes");
+  } else {
+    p.starts = c.in(1).to_int_vector();
+    p.ends = c.in(2).to_int_vector();
+    p.axes = int_list_input(c, 3);
+    p.steps = int_list_input(c, 4);
+    if (c.has(3) && p.axes.empty() && !p.starts.empty())
+      fail(c.node.where() + ": axes input is empty");
+  }
+  normalize_params(p, x.rank(), c.node);
+  const Shape out_shape = shape_of(slice_dims(dims_of(x.shape()), p));
+  const auto in_strides = shape_strides(x.shape());
+  std::vector<int64_t> strides = in_strides;
+  int64_t offset = 0;
+  for (size_t i = 0; i < p.axes.size(); ++i) {
+    const size_t a = static_cast<size_t>(p.axes[i]);
+    AxisSlice s = slice_axis(x.shape()[a], p.starts[i], p.ends[i], p.steps[i]);
+    if (s.count == 0) continue;
+    offset += s.start * in_strides[a];
+    if (s.count > 1) strides[a] = in_strides[a] * p.steps[i];  // |step| < dim here
+  }
+  c.outputs[0] = strided_copy(x, out_shape, strides, offset);
+}
+
+}  // namespace
+
+extern const OpDef kOpSlice;
+const OpDef kOpSlice{"Slice", "", 1, 5, infer, run, data_movement_cost};
+
+}  // namespace joule::ops

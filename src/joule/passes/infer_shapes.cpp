@@ -1,0 +1,107 @@
+#include "joule/passes/infer_shapes.h"
+
+#include "joule/ops/op.h"
+
+namespace joule::passes {
+
+namespace {
+constexpr int64_t kFoldLimit = 1 << 16;  // elements: evaluate constant nodes up to this size
+
+bool small_constants(const std::vector<const Tensor*>& values) {
+  int64_t total = 0;
+  for (auto* v : values) {
+    if (!v) continue;
+    total += v->numel();
+  }
+  return total <= kFoldLimit;
+}
+}  // namespace
+
+InferResult infer_shapes(ir::Graph& g, const std::map<std::string, Shape>& input_shapes) {
+  InferResult r;
+  // Keep only what is given: graph inputs (possibly overridden) and initializers.
+  std::unordered_map<std::string, ir::TensorType> types;
+  for (auto& in : g.inputs) {
+    auto it = input_shapes.find(in);
+    const ir::TensorType* declared = g.type_of(in);
+    if (!declared) fail("graph input '" + in + "' has no type");
+    types[in] = it == input_shapes.end() ? *declared : ir::TensorType::of(declared->dtype, it->second);
+  }
+  for (auto& [name, t] : input_shapes)
+    if (!types.count(name)) fail("input shape given for '" + name + "', which is not a graph input");
+  for (auto& [name, t] : g.initializers) {
+    types[name] = ir::TensorType::of(t.dtype(), t.shape());
+    r.constants[name] = t;
+  }
+  // Declared output types from the file are kept as a fallback for values we cannot infer.
+  std::unordered_map<std::string, ir::TensorType> declared_outputs;
+  for (auto& o : g.outputs)
+    if (auto* t = g.type_of(o)) declared_outputs[o] = *t;
+
+  ThreadPool pool(1);
+  for (size_t idx : g.topo_order()) {
+    ir::Node& n = *g.nodes[idx];
+    const ops::OpDef* def = ops::find_op(n.domain, n.op_type);
+    if (!def) {
+      ++r.nodes_unknown;
+      continue;
+    }
+    ops::InferContext c{n, g.opset(n.domain), {}, {}, {}, {}};
+    bool all_const = true;
+    for (auto& in : n.inputs) {
+      if (in.empty()) {
+        c.input_types.push_back(nullptr);
+        c.input_values.push_back(nullptr);
+        continue;
+      }
+      auto t = types.find(in);
+      if (t == types.end())
+        fail(n.where() + ": input '" + in + "' is not produced by any node, input or initializer");
+      c.input_types.push_back(&t->second);
+      auto v = r.constants.find(in);
+      c.input_values.push_back(v == r.constants.end() ? nullptr : &v->second);
+      if (v == r.constants.end()) all_const = false;
+    }
+    c.output_types.resize(n.outputs.size());
+    c.output_values.resize(n.outputs.size());
+    try {
+      def->infer(c);
+    } catch (const Error& e) {
+      if (e.kind() != Error::Kind::Unsupported) throw;
+      ++r.nodes_unknown;
+      continue;
+    }
+    // Evaluate small constant nodes (shape arithmetic) with the reference kernel.
+    if (all_const && small_constants(c.input_values) && n.op_type != "Dropout") {
+      ops::KernelContext k{n, c.opset, c.input_values, {}, &pool};
+      k.outputs.resize(n.outputs.size());
+      try {
+        def->run(k);
+        for (size_t i = 0; i < k.outputs.size(); ++i)
+          if (k.outputs[i].defined() && k.outputs[i].numel() <= kFoldLimit) c.output_values[i] = k.outputs[i];
+      } catch (const Error& e) {
+        if (e.kind() == Error::Kind::Internal) throw;
+        // Leave it to run time: a constant that fails here fails there with the same message.
+      }
+    }
+    for (size_t i = 0; i < n.outputs.size(); ++i) {
+      const std::string& o = n.outputs[i];
+      if (o.empty()) continue;
+      if (c.output_values[i].defined()) {
+        types[o] = ir::TensorType::of(c.output_values[i].dtype(), c.output_values[i].shape());
+        r.constants[o] = c.output_values[i];
+      } else {
+        types[o] = c.output_types[i];
+        auto d = declared_outputs.find(o);
+        if (!types[o].has_shape && d != declared_outputs.end() && d->second.has_shape)
+          types[o].dims = d->second.dims, types[o].has_shape = true;
+      }
+    }
+  }
+  for (auto& [k, t] : declared_outputs)
+    if (!types.count(k)) types[k] = t;
+  g.types = std::move(types);
+  return r;
+}
+
+}  // namespace joule::passes

@@ -1,0 +1,169 @@
+#include "joule/runtime/session.h"
+
+#include <unordered_map>
+
+#include "joule/ops/op.h"
+#include "joule/passes/check_support.h"
+#include "joule/passes/infer_shapes.h"
+
+namespace joule::runtime {
+
+namespace {
+// Tracks live bytes, counting each underlying buffer once.
+class LiveBytes {
+ public:
+  void add(const Tensor& t) {
+    if (!t.defined()) return;
+    auto& e = bufs_[t.raw()];
+    if (e.refs++ == 0) {
+      e.bytes = t.nbytes();
+      live_ += e.bytes;
+      if (live_ > peak_) peak_ = live_;
+    }
+  }
+  void remove(const Tensor& t) {
+    if (!t.defined()) return;
+    auto it = bufs_.find(t.raw());
+    if (it == bufs_.end()) return;
+    if (--it->second.refs == 0) {
+      live_ -= it->second.bytes;
+      bufs_.erase(it);
+    }
+  }
+  size_t peak() const { return peak_; }
+
+ private:
+  struct Entry {
+    size_t bytes = 0;
+    int refs = 0;
+  };
+  std::unordered_map<const void*, Entry> bufs_;
+  size_t live_ = 0, peak_ = 0;
+};
+}  // namespace
+
+Session::Session(ir::Graph graph, SessionOptions options) : graph_(std::move(graph)) {
+  passes::require_supported(graph_, graph_.name.empty() ? "model" : graph_.name);
+  passes::infer_shapes(graph_, options.input_shapes);
+  pool_ = std::make_unique<ThreadPool>(options.threads > 0 ? options.threads : ThreadPool::default_threads());
+
+  auto slot = [&](const std::string& v) {
+    auto it = slot_of_.find(v);
+    if (it != slot_of_.end()) return it->second;
+    int s = static_cast<int>(slot_of_.size());
+    slot_of_[v] = s;
+    return s;
+  };
+  for (auto& [name, t] : graph_.initializers) {
+    int s = slot(name);
+    if (constant_slots_.size() <= static_cast<size_t>(s)) constant_slots_.resize(s + 1);
+    constant_slots_[s] = t;
+  }
+  for (auto& in : graph_.inputs) input_slots_.push_back(slot(in));
+  std::vector<size_t> order = graph_.topo_order();
+  std::map<std::string, bool> defined;
+  for (auto& in : graph_.inputs) defined[in] = true;
+  for (auto& [name, t] : graph_.initializers) defined[name] = true;
+  for (size_t idx : order) {
+    const ir::Node& n = *graph_.nodes[idx];
+    Step st{idx, ops::find_op(n.domain, n.op_type), {}, {}, {}};
+    for (auto& in : n.inputs) {
+      if (in.empty()) {
+        st.in_slots.push_back(-1);
+        continue;
+      }
+      if (!defined.count(in))
+        fail(n.where() + ": input '" + in + "' is not produced by any node, input or initializer");
+      st.in_slots.push_back(slot(in));
+    }
+    for (auto& out : n.outputs) {
+      st.out_slots.push_back(out.empty() ? -1 : slot(out));
+      if (!out.empty()) defined[out] = true;
+    }
+    steps_.push_back(std::move(st));
+  }
+  for (auto& out : graph_.outputs) {
+    if (!defined.count(out)) fail("graph output '" + out + "' is not produced by any node");
+    output_slots_.push_back(slot(out));
+  }
+  constant_slots_.resize(slot_of_.size());
+  // Last use of every slot; graph outputs and constants are never freed.
+  std::vector<int> last(slot_of_.size(), -1);
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    for (int s : steps_[i].in_slots)
+      if (s >= 0) last[s] = static_cast<int>(i);
+    for (int s : steps_[i].out_slots)
+      if (s >= 0 && last[s] < static_cast<int>(i)) last[s] = static_cast<int>(i);  // unused output
+  }
+  for (int s : output_slots_) last[s] = -1;
+  for (size_t s = 0; s < last.size(); ++s)
+    if (last[s] >= 0 && !constant_slots_[s].defined()) steps_[last[s]].free_after.push_back(static_cast<int>(s));
+}
+
+Session::~Session() = default;
+
+size_t Session::weight_bytes() const {
+  size_t b = 0;
+  for (auto& [k, t] : graph_.initializers) b += t.nbytes();
+  return b;
+}
+
+void Session::check_input(const std::string& name, const Tensor& t) const {
+  const ir::TensorType* want = graph_.type_of(name);
+  if (!want) return;
+  if (want->dtype != t.dtype())
+    fail("input '" + name + "': expected " + dtype_name(want->dtype) + ", got " + dtype_name(t.dtype()));
+  if (!want->has_shape) return;
+  bool ok = want->dims.size() == t.shape().size();
+  for (size_t i = 0; ok && i < want->dims.size(); ++i)
+    if (want->dims[i].is_static() && want->dims[i].value != t.shape()[i]) ok = false;
+  if (!ok) fail("input '" + name + "': expected shape " + ir::dims_str(want->dims) + ", got " + shape_str(t.shape()));
+}
+
+TensorMap Session::run(const TensorMap& inputs) {
+  std::vector<Tensor> slots = constant_slots_;
+  LiveBytes live;
+  for (auto& [name, t] : inputs) {
+    auto it = slot_of_.find(name);
+    bool is_input = std::find(graph_.inputs.begin(), graph_.inputs.end(), name) != graph_.inputs.end();
+    if (!is_input || it == slot_of_.end()) {
+      std::string names;
+      for (auto& n : graph_.inputs) names += (names.empty() ? "" : ", ") + n;
+      fail("'" + name + "' is not an input of the model (inputs: " + names + ")");
+    }
+    check_input(name, t);
+    slots[it->second] = t;
+  }
+  for (size_t i = 0; i < graph_.inputs.size(); ++i)
+    if (!slots[input_slots_[i]].defined()) fail("missing input '" + graph_.inputs[i] + "'");
+
+  std::vector<const Tensor*> in_ptrs;
+  for (size_t si = 0; si < steps_.size(); ++si) {
+    const Step& st = steps_[si];
+    const ir::Node& n = *graph_.nodes[st.node];
+    in_ptrs.clear();
+    for (int s : st.in_slots) in_ptrs.push_back(s >= 0 ? &slots[s] : nullptr);
+    for (auto* o : observers_) o->before_node(si, n, in_ptrs);
+    ops::KernelContext k{n, graph_.opset(n.domain), in_ptrs, {}, pool_.get()};
+    k.outputs.resize(n.outputs.size());
+    st.def->run(k);
+    for (auto* o : observers_) o->after_node(si, n, in_ptrs, k.outputs);
+    for (size_t i = 0; i < st.out_slots.size(); ++i) {
+      int s = st.out_slots[i];
+      if (s < 0) continue;
+      if (!k.outputs[i].defined()) fail_internal(n.where() + ": kernel produced no output " + std::to_string(i));
+      slots[s] = std::move(k.outputs[i]);
+      live.add(slots[s]);
+    }
+    for (int s : st.free_after) {
+      live.remove(slots[s]);
+      slots[s] = Tensor();
+    }
+  }
+  peak_bytes_ = live.peak();
+  TensorMap out;
+  for (size_t i = 0; i < graph_.outputs.size(); ++i) out[graph_.outputs[i]] = slots[output_slots_[i]];
+  return out;
+}
+
+}  // namespace joule::runtime

@@ -1,0 +1,84 @@
+#pragma once
+// A Session compiles a Graph into an immutable plan (run order, op per node, value slots,
+// last use of every value) and runs it. Intermediates are freed after their last use.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "joule/core/thread_pool.h"
+#include "joule/ir/graph.h"
+
+namespace joule::ops {
+struct OpDef;
+}
+
+namespace joule::runtime {
+
+// Callbacks around every node, the counterpart of PyTorch forward hooks. Profiling and
+// calibration are built on them. Tensors passed are valid only during the call.
+class Observer {
+ public:
+  virtual ~Observer() = default;
+  virtual void before_node(size_t /*step*/, const ir::Node& /*node*/,
+                           const std::vector<const Tensor*>& /*inputs*/) {}
+  virtual void after_node(size_t /*step*/, const ir::Node& /*node*/,
+                          const std::vector<const Tensor*>& /*inputs*/,
+                          const std::vector<Tensor>& /*outputs*/) {}
+};
+
+struct SessionOptions {
+  int threads = 0;                          // 0: all cores available to the process
+  std::map<std::string, Shape> input_shapes;  // override graph input shapes
+};
+
+using TensorMap = std::map<std::string, Tensor>;
+
+class Session {
+ public:
+  Session(ir::Graph graph, SessionOptions options = {});
+  ~Session();
+
+  // Runs the plan. Inputs by graph input name; throws BadInput for a missing/extra input
+  // or a dtype/shape that does not match the graph.
+  TensorMap run(const TensorMap& inputs);
+
+  void add_observer(Observer* o) { observers_.push_back(o); }
+  void clear_observers() { observers_.clear(); }
+
+  const ir::Graph& graph() const { return graph_; }
+  const std::vector<std::string>& input_names() const { return graph_.inputs; }
+  const std::vector<std::string>& output_names() const { return graph_.outputs; }
+  // Nodes in execution order.
+  size_t num_steps() const { return steps_.size(); }
+  const ir::Node& step_node(size_t i) const { return *graph_.nodes[steps_[i].node]; }
+  int threads() const { return pool_->threads(); }
+  ThreadPool& pool() { return *pool_; }
+
+  // Largest total size of live intermediate and output tensors during the last run
+  // (weights excluded; buffers shared by views counted once).
+  size_t peak_bytes() const { return peak_bytes_; }
+  size_t weight_bytes() const;
+
+ private:
+  struct Step {
+    size_t node;
+    const ops::OpDef* def;
+    std::vector<int> in_slots;   // -1: absent optional
+    std::vector<int> out_slots;  // -1: output not used
+    std::vector<int> free_after;  // slots whose last use is this step
+  };
+  void check_input(const std::string& name, const Tensor& t) const;
+
+  ir::Graph graph_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::vector<Step> steps_;
+  std::map<std::string, int> slot_of_;
+  std::vector<Tensor> constant_slots_;  // initializers, by slot (undefined elsewhere)
+  std::vector<int> input_slots_, output_slots_;
+  std::vector<Observer*> observers_;
+  size_t peak_bytes_ = 0;
+};
+
+}  // namespace joule::runtime

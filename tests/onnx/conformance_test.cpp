@@ -1,0 +1,167 @@
+// Runs the ONNX backend node test cases that Debian's libonnx-testdata installs. Every case
+// whose ops joule supports must pass; cases joule reports as unsupported (op, dtype or
+// attribute) are counted and listed by reason. JOULE_CONFORMANCE_FILTER=regex selects cases.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <regex>
+
+#include "joule/onnx/model_io.h"
+#include "joule/runtime/session.h"
+
+namespace fs = std::filesystem;
+using namespace joule;
+
+namespace {
+
+std::string testdata_dir() {
+  if (const char* e = std::getenv("JOULE_ONNX_TESTDATA")) return e;
+  return "/usr/share/libonnx-testdata/data/node";
+}
+
+// Compares like ONNX's backend tests: rtol 1e-3, atol 1e-7 for floats, exact otherwise.
+std::string compare(const Tensor& got, const Tensor& want) {
+  if (got.dtype() != want.dtype())
+    return std::string("dtype ") + dtype_name(got.dtype()) + " != expected " + dtype_name(want.dtype());
+  if (got.shape() != want.shape()) return "shape " + shape_str(got.shape()) + " != expected " + shape_str(want.shape());
+  const bool fl = is_floating(want.dtype());
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    double a = got.value_as_double(i), b = want.value_as_double(i);
+    if (fl) {
+      if (std::isnan(b) && std::isnan(a)) continue;
+      if (std::isinf(b) && a == b) continue;
+      double tol = 1e-7 + 1e-3 * std::fabs(b);
+      if (want.dtype() == DType::Float16 || want.dtype() == DType::BFloat16) tol = 1e-3 + 1e-2 * std::fabs(b);
+      if (!(std::fabs(a - b) <= tol))
+        return "element " + std::to_string(i) + ": " + std::to_string(a) + " != expected " + std::to_string(b);
+    } else if (a != b || got.value_as_int(i) != want.value_as_int(i)) {
+      return "element " + std::to_string(i) + ": " + std::to_string(got.value_as_int(i)) +
+             " != expected " + std::to_string(want.value_as_int(i));
+    }
+  }
+  return "";
+}
+
+std::vector<std::string> sorted_files(const fs::path& dir, const std::string& prefix) {
+  std::vector<std::pair<int, std::string>> files;
+  for (auto& e : fs::directory_iterator(dir)) {
+    std::string n = e.path().filename().string();
+    if (n.rfind(prefix, 0) == 0 && n.size() > 3 && n.substr(n.size() - 3) == ".pb")
+      files.push_back({std::stoi(n.substr(prefix.size())), e.path().string()});
+  }
+  std::sort(files.begin(), files.end());
+  std::vector<std::string> r;
+  for (auto& f : files) r.push_back(f.second);
+  return r;
+}
+
+// ONNX 1.12's test data stores bfloat16 tensors as uint16 (the same bits); read them back as
+// the type the model declares.
+Tensor as_declared(Tensor t, DType declared) {
+  if (t.dtype() == DType::UInt16 && declared == DType::BFloat16) {
+    Tensor r(DType::BFloat16, t.shape());
+    std::memcpy(r.raw(), t.raw(), t.nbytes());
+    return r;
+  }
+  return t;
+}
+
+// Returns "" on pass; "skip: reason" when unsupported; otherwise the failure.
+std::string run_case(const fs::path& dir) {
+  ir::Graph g;
+  std::unique_ptr<runtime::Session> session;
+  try {
+    g = onnx::load_model((dir / "model.onnx").string());
+    session = std::make_unique<runtime::Session>(g, runtime::SessionOptions{1, {}});
+  } catch (const Error& e) {
+    if (e.kind() == Error::Kind::Unsupported) return std::string("skip: ") + e.what();
+    return std::string("load: ") + e.what();
+  }
+  for (auto& set : fs::directory_iterator(dir)) {
+    if (!set.is_directory() || set.path().filename().string().rfind("test_data_set", 0) != 0) continue;
+    runtime::TensorMap inputs;
+    std::vector<Tensor> expected;
+    try {
+      auto in_files = sorted_files(set.path(), "input_");
+      auto out_files = sorted_files(set.path(), "output_");
+      if (in_files.size() > session->input_names().size()) return "more input files than graph inputs";
+      for (size_t i = 0; i < in_files.size(); ++i) {
+        const std::string& name = session->input_names()[i];
+        inputs[name] = as_declared(onnx::load_tensor_pb(in_files[i]), session->graph().type_of(name)->dtype);
+      }
+      for (size_t i = 0; i < out_files.size(); ++i) {
+        const ir::TensorType* t = i < session->output_names().size() ? session->graph().type_of(session->output_names()[i]) : nullptr;
+        expected.push_back(as_declared(onnx::load_tensor_pb(out_files[i]), t ? t->dtype : DType::Undefined));
+      }
+    } catch (const Error& e) {
+      if (e.kind() == Error::Kind::Unsupported) return std::string("skip: ") + e.what();
+      return std::string("data: ") + e.what();
+    }
+    runtime::TensorMap outputs;
+    try {
+      outputs = session->run(inputs);
+    } catch (const Error& e) {
+      if (e.kind() == Error::Kind::Unsupported) return std::string("skip: ") + e.what();
+      return std::string("run: ") + e.what();
+    } catch (const std::exception& e) {
+      return std::string("run (std::exception): ") + e.what();
+    }
+    for (size_t i = 0; i < expected.size() && i < session->output_names().size(); ++i) {
+      std::string diff = compare(outputs[session->output_names()[i]], expected[i]);
+      if (!diff.empty()) return set.path().filename().string() + " output '" + session->output_names()[i] + "': " + diff;
+    }
+  }
+  return "";
+}
+
+// Groups skip reasons: "Foo: no such op in joule", "sequence values are not supported", ...
+std::string reason_key(const std::string& reason) {
+  static const std::regex node_re(R"(node '[^']*' \(([^()]+)\): ([^;]*))");
+  static const std::regex value_re(R"((input|output) '[^']*': ([^;]*))");
+  std::smatch m;
+  if (std::regex_search(reason, m, node_re)) return m[1].str() + ": " + m[2].str();
+  if (std::regex_search(reason, m, value_re)) return m[2].str();
+  return reason;
+}
+
+}  // namespace
+
+TEST(Conformance, NodeSuite) {
+  fs::path root = testdata_dir();
+  if (!fs::is_directory(root)) GTEST_SKIP() << "ONNX test data not installed at " << root;
+  const char* flt = std::getenv("JOULE_CONFORMANCE_FILTER");
+  std::regex filter(flt ? flt : ".*");
+  std::vector<fs::path> cases;
+  for (auto& e : fs::directory_iterator(root))
+    if (e.is_directory() && std::regex_search(e.path().filename().string(), filter)) cases.push_back(e.path());
+  std::sort(cases.begin(), cases.end());
+
+  int run = 0, passed = 0, skipped = 0;
+  std::map<std::string, int> skip_reasons;
+  std::vector<std::string> failures;
+  const bool verbose = std::getenv("JOULE_CONFORMANCE_VERBOSE") != nullptr;
+  for (auto& c : cases) {
+    std::string r = run_case(c);
+    std::string name = c.filename().string();
+    if (r.rfind("skip: ", 0) == 0) {
+      ++skipped;
+      std::string reason = r.substr(6);
+      if (verbose) std::printf("SKIP %s: %s\n", name.c_str(), reason.c_str());
+      skip_reasons[reason_key(reason)]++;
+      continue;
+    }
+    ++run;
+    if (r.empty()) ++passed;
+    else failures.push_back(name + ": " + r);
+  }
+  std::printf("ONNX node conformance: %zu cases, %d run, %d passed, %d failed, %d skipped as unsupported\n",
+              cases.size(), run, passed, run - passed, skipped);
+  if (verbose || std::getenv("JOULE_CONFORMANCE_REASONS"))
+    for (auto& [why, n] : skip_reasons) std::printf("  skipped %4d: %s\n", n, why.c_str());
+  for (auto& f : failures) ADD_FAILURE() << f;
+  EXPECT_EQ(passed, run);
+}
