@@ -22,6 +22,7 @@ import json
 import os
 import sys
 import time
+import warnings
 
 import numpy as np
 import onnx
@@ -105,9 +106,10 @@ class FashionCNN(nn.Module):
         self.features = nn.Sequential(
             conv_bn_relu(1, 32),        # 32x28x28
             nn.MaxPool2d(2),            # 32x14x14
-            BasicBlock(32),
             conv_bn_relu(32, 64),       # 64x14x14
-            nn.AvgPool2d(2),            # 64x7x7
+            # count_include_pad=False: same result without padding, but torch
+            # would otherwise emit a no-op Pad node before AveragePool.
+            nn.AvgPool2d(2, count_include_pad=False),  # 64x7x7
             BasicBlock(64),
             conv_bn_relu(64, 128),      # 128x7x7
             nn.AdaptiveAvgPool2d(1),    # 128x1x1 (GlobalAveragePool)
@@ -172,11 +174,13 @@ def main():
     default_out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models")
     parser.add_argument("--out", default=os.path.normpath(default_out),
                         help="output directory (default: %(default)s)")
-    parser.add_argument("--epochs", type=int, default=6)
-    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--lr", type=float, default=3e-3)
     args = parser.parse_args()
 
+    # Only relevant in training mode; the model is exported in eval mode.
+    warnings.filterwarnings("ignore", message="It is recommended that constant folding")
     torch.manual_seed(SEED)
     torch.set_num_threads(2)
     t_start = time.time()

@@ -14,14 +14,17 @@ void expect_near(const Tensor& got, const std::vector<float>& want, float tol = 
   ASSERT_EQ(static_cast<size_t>(got.numel()), want.size());
   for (size_t i = 0; i < want.size(); ++i) {
     const float g = got.data<float>()[i];
-    if (std::isnan(want[i])) EXPECT_TRUE(std::isnan(g)) << "element " << i;
-    else if (std::isinf(want[i])) EXPECT_EQ(g, want[i]) << "element " << i;
-    else EXPECT_NEAR(g, want[i], tol * std::max(1.f, std::fabs(want[i]))) << "element " << i;
+    if (std::isnan(want[i]))
+      EXPECT_TRUE(std::isnan(g)) << "element " << i;
+    else if (std::isinf(want[i]))
+      EXPECT_EQ(g, want[i]) << "element " << i;
+    else
+      EXPECT_NEAR(g, want[i], tol * std::max(1.f, std::fabs(want[i]))) << "element " << i;
   }
 }
 
-Tensor unary(const std::string& op, const Tensor& x, std::map<std::string, ir::Attribute> attrs = {},
-             int64_t opset = 17) {
+Tensor unary(const std::string& op, const Tensor& x,
+             std::map<std::string, ir::Attribute> attrs = {}, int64_t opset = 17) {
   return run_op(make_node(op, 1, 1, std::move(attrs)), {x}, opset)[0];
 }
 
@@ -80,7 +83,8 @@ TEST(ElemUnary, AbsNegSignFloat) {
 }
 
 TEST(ElemUnary, AbsNegSignIntegers) {
-  const Tensor i32 = Tensor::from_vector<int32_t>({-5, 0, 7, std::numeric_limits<int32_t>::min()}, {4});
+  const Tensor i32 =
+      Tensor::from_vector<int32_t>({-5, 0, 7, std::numeric_limits<int32_t>::min()}, {4});
   EXPECT_EQ(values<int32_t>(unary("Abs", i32)),
             (std::vector<int32_t>{5, 0, 7, std::numeric_limits<int32_t>::min()}));  // wraps
   EXPECT_EQ(values<int32_t>(unary("Neg", i32)),
@@ -231,7 +235,8 @@ TEST(ElemActivation, Float64AndHalf) {
 
 // ---- Clip
 
-Tensor clip(const std::vector<Tensor>& in, int64_t opset, std::map<std::string, ir::Attribute> a = {}) {
+Tensor clip(const std::vector<Tensor>& in, int64_t opset,
+            std::map<std::string, ir::Attribute> a = {}) {
   return run_op(make_node("Clip", in.size(), 1, std::move(a)), in, opset)[0];
 }
 
@@ -243,7 +248,8 @@ TEST(ElemClip, BoundsAsInputs) {
   expect_near(clip({x, Tensor(), Tensor::scalar(1.f)}, 13), {-3.f, -1.f, 0.f, 1.f, 1.f, kNaN});
   expect_near(clip({x}, 11), {-3.f, -1.f, 0.f, 2.f, 5.f, kNaN});
   // min > max: everything becomes max
-  expect_near(clip({x, Tensor::scalar(3.f), Tensor::scalar(1.f)}, 13), {1.f, 1.f, 1.f, 1.f, 1.f, kNaN});
+  expect_near(clip({x, Tensor::scalar(3.f), Tensor::scalar(1.f)}, 13),
+              {1.f, 1.f, 1.f, 1.f, 1.f, kNaN});
 }
 
 TEST(ElemClip, AttributesBeforeOpset11) {
@@ -265,8 +271,8 @@ TEST(ElemClip, Integers) {
 
 TEST(ElemClip, Errors) {
   const Tensor x = f32({1.f, 2.f}, {2});
-  EXPECT_THROW(clip({x, f32({0.f, 1.f}, {2})}, 13), Error);           // non-scalar bound
-  EXPECT_THROW(clip({x, Tensor::scalar<int32_t>(0)}, 13), Error);     // dtype mismatch
+  EXPECT_THROW(clip({x, f32({0.f, 1.f}, {2})}, 13), Error);        // non-scalar bound
+  EXPECT_THROW(clip({x, Tensor::scalar<int32_t>(0)}, 13), Error);  // dtype mismatch
 }
 
 // ---- PRelu
@@ -285,7 +291,8 @@ TEST(ElemPRelu, UnidirectionalBroadcast) {
 TEST(ElemPRelu, IntegersAndFloat64) {
   const ir::Node n = make_node("PRelu", 2, 1);
   const Tensor x = Tensor::from_vector<int32_t>({-4, 4}, {2});
-  EXPECT_EQ(values<int32_t>(run_op(n, {x, Tensor::scalar<int32_t>(3)})[0]), (std::vector<int32_t>{-12, 4}));
+  EXPECT_EQ(values<int32_t>(run_op(n, {x, Tensor::scalar<int32_t>(3)})[0]),
+            (std::vector<int32_t>{-12, 4}));
   const Tensor d = f32({-4.f, 4.f}, {2}).cast(DType::Float64);
   EXPECT_EQ(values<double>(run_op(n, {d, Tensor::scalar<double>(0.25)})[0]),
             (std::vector<double>{-1.0, 4.0}));

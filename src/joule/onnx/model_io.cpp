@@ -268,7 +268,8 @@ ir::Graph load_model(const std::string& path) {
   return parse_model(bytes, dir.empty() ? "." : dir, path);
 }
 
-std::string serialize_model(const ir::Graph& g) {
+namespace {
+::onnx::ModelProto to_proto(const ir::Graph& g) {
   ::onnx::ModelProto m;
   m.set_ir_version(8);
   m.set_producer_name("joule");
@@ -302,13 +303,43 @@ std::string serialize_model(const ir::Graph& g) {
     }
     for (auto& [k, v] : n->attrs) attr_to_proto(k, v, np->add_attribute());
   }
+  return m;
+}
+
+std::string to_bytes(const ::onnx::ModelProto& m) {
   std::string out;
   if (!m.SerializeToString(&out))
     fail("cannot serialize model: it exceeds protobuf's 2 GB limit");
   return out;
 }
+}  // namespace
 
-void save_model(const ir::Graph& g, const std::string& path) { write_file_atomic(path, serialize_model(g)); }
+std::string serialize_model(const ir::Graph& g) { return to_bytes(to_proto(g)); }
+
+void save_model(const ir::Graph& g, const std::string& path, const SaveOptions& options) {
+  ::onnx::ModelProto m = to_proto(g);
+  if (options.external_data_threshold > 0) {
+    const std::string data_name = fs::path(path).filename().string() + ".data";
+    std::string blob;
+    for (auto& t : *m.mutable_graph()->mutable_initializer()) {
+      if (t.raw_data().size() < options.external_data_threshold) continue;
+      while (blob.size() % 64) blob.push_back('\0');  // aligned, so the file can be mapped
+      auto add = [&](const char* k, const std::string& v) {
+        auto* e = t.add_external_data();
+        e->set_key(k);
+        e->set_value(v);
+      };
+      add("location", data_name);
+      add("offset", std::to_string(blob.size()));
+      add("length", std::to_string(t.raw_data().size()));
+      blob += t.raw_data();
+      t.clear_raw_data();
+      t.set_data_location(::onnx::TensorProto::EXTERNAL);
+    }
+    if (!blob.empty()) write_file_atomic((fs::path(path).parent_path() / data_name).string(), blob);
+  }
+  write_file_atomic(path, to_bytes(m));
+}
 
 Tensor parse_tensor_pb(const std::string& bytes, const std::string& what) {
   ::onnx::TensorProto p;

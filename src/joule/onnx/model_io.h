@@ -13,8 +13,14 @@ namespace joule::onnx {
 ir::Graph load_model(const std::string& path);
 ir::Graph parse_model(const std::string& bytes, const std::string& base_dir, const std::string& what);
 
+struct SaveOptions {
+  // Initializers of at least this many bytes go to one external data file beside the model
+  // (`<model file name>.data`), as ONNX does for models over protobuf's 2 GB limit. 0: never.
+  size_t external_data_threshold = 0;
+};
+
 // Writes the graph as an ONNX model (initializers as raw data, inferred types as value_info).
-void save_model(const ir::Graph& g, const std::string& path);
+void save_model(const ir::Graph& g, const std::string& path, const SaveOptions& options = {});
 std::string serialize_model(const ir::Graph& g);
 
 // A serialized TensorProto (.pb), as in ONNX test data.

@@ -20,8 +20,8 @@ void infer_same_dtype(InferContext& c) {
 // Input 1 reshaped for legacy (opset < 7) broadcasting.
 Tensor second_input(const KernelContext& c) {
   const Tensor& b = c.in(1);
-  return b.reshaped(legacy_broadcast_shape(c.node, c.opset, static_cast<size_t>(c.in(0).rank()),
-                                           b.shape()));
+  return b.reshaped(
+      legacy_broadcast_shape(c.node, c.opset, static_cast<size_t>(c.in(0).rank()), b.shape()));
 }
 
 // Op: constructed from the node; `T operator()(T, T) const`; `static bool accepts(DType)`.
@@ -37,7 +37,7 @@ void run_same_dtype(KernelContext& c) {
   const Op op(c.node);
   visit_numeric(a.dtype(), c.node.where().c_str(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    c.outputs[0] = broadcast_binary<T, T, T>(a, b, out, [&op](T x, T y) { return op(x, y); });
+    c.outputs[0] = broadcast_binary_rows<T, T, T>(a, b, out, [&op](T x, T y) { return op(x, y); });
   });
 }
 
@@ -91,7 +91,10 @@ struct Div {
 struct Mod {
   const ir::Node& node;
   bool fmod;
-  explicit Mod(const ir::Node& n) : node(n), fmod(n.attr_int("fmod", 0) != 0) {}
+  explicit Mod(const ir::Node& n) : node(n), fmod(n.attr_int("fmod", 0) != 0) {
+    const int64_t f = n.attr_int("fmod", 0);
+    if (f != 0 && f != 1) fail(n.where() + ": fmod must be 0 or 1, got " + std::to_string(f));
+  }
   static bool accepts(DType t) { return any_numeric(t); }
   template <class T>
   T operator()(T x, T y) const {
@@ -109,11 +112,6 @@ struct Mod {
     return r;
   }
 };
-
-std::string check_mod(const ir::Node& n, int64_t) {
-  const int64_t f = n.attr_int("fmod", 0);
-  return (f == 0 || f == 1) ? "" : "fmod must be 0 or 1, got " + std::to_string(f);
-}
 
 // Shifts of at least the bit width give 0.
 struct BitShift {
@@ -138,11 +136,6 @@ struct BitShift {
     }
   }
 };
-
-std::string check_bitshift(const ir::Node& n, int64_t) {
-  const std::string d = n.attr_string("direction", "");
-  return (d == "LEFT" || d == "RIGHT") ? "" : "direction must be LEFT or RIGHT, got '" + d + "'";
-}
 
 // ---- Pow: output dtype = base dtype; the exponent may have any numeric dtype.
 
@@ -187,17 +180,21 @@ void run_pow(KernelContext& c) {
                          ? second_input(c).cast(DType::Int64)
                          : second_input(c).cast(DType::Float64);
     if (e.dtype() == a.dtype()) {
-      c.outputs[0] = broadcast_binary<T, T, T>(a, e, out, [](T x, T y) -> T {
-        if constexpr (std::is_integral_v<T>) return int_pow(x, static_cast<int64_t>(y));
-        else return std::pow(x, y);
+      c.outputs[0] = broadcast_binary_rows<T, T, T>(a, e, out, [](T x, T y) -> T {
+        if constexpr (std::is_integral_v<T>)
+          return int_pow(x, static_cast<int64_t>(y));
+        else
+          return std::pow(x, y);
       });
     } else if (e.dtype() == DType::Int64) {
-      c.outputs[0] = broadcast_binary<T, int64_t, T>(a, e, out, [](T x, int64_t y) -> T {
-        if constexpr (std::is_integral_v<T>) return int_pow(x, y);
-        else return static_cast<T>(std::pow(static_cast<double>(x), static_cast<double>(y)));
+      c.outputs[0] = broadcast_binary_rows<T, int64_t, T>(a, e, out, [](T x, int64_t y) -> T {
+        if constexpr (std::is_integral_v<T>)
+          return int_pow(x, y);
+        else
+          return static_cast<T>(std::pow(static_cast<double>(x), static_cast<double>(y)));
       });
     } else {
-      c.outputs[0] = broadcast_binary<T, double, T>(a, e, out, [](T x, double y) -> T {
+      c.outputs[0] = broadcast_binary_rows<T, double, T>(a, e, out, [](T x, double y) -> T {
         return saturate_cast<T>(std::pow(static_cast<double>(x), y));
       });
     }
@@ -206,16 +203,16 @@ void run_pow(KernelContext& c) {
 
 }  // namespace
 
-#define JOULE_BINARY(Name, check)  \
-  extern const OpDef kOp##Name;    \
-  const OpDef kOp##Name{#Name, "", 2, 2, infer_same_dtype, run_same_dtype<Name>, nullptr, check};
+#define JOULE_BINARY(Name)      \
+  extern const OpDef kOp##Name; \
+  const OpDef kOp##Name{#Name, "", 2, 2, infer_same_dtype, run_same_dtype<Name>};
 
-JOULE_BINARY(Add, nullptr)
-JOULE_BINARY(Sub, nullptr)
-JOULE_BINARY(Mul, nullptr)
-JOULE_BINARY(Div, nullptr)
-JOULE_BINARY(Mod, check_mod)
-JOULE_BINARY(BitShift, check_bitshift)
+JOULE_BINARY(Add)
+JOULE_BINARY(Sub)
+JOULE_BINARY(Mul)
+JOULE_BINARY(Div)
+JOULE_BINARY(Mod)
+JOULE_BINARY(BitShift)
 
 #undef JOULE_BINARY
 

@@ -24,12 +24,12 @@ void run_compare(KernelContext& c) {
   const Shape out = broadcast_shapes({a.shape(), b.shape()}, c.node);
   if (a.dtype() == DType::Bool) {
     if (!kBool) fail(c.node.where() + ": bool inputs are not allowed");
-    c.outputs[0] = broadcast_binary<bool, bool, bool>(a, b, out, Pred{});
+    c.outputs[0] = broadcast_binary_rows<bool, bool, bool>(a, b, out, Pred{});
     return;
   }
   visit_numeric(a.dtype(), c.node.where().c_str(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    c.outputs[0] = broadcast_binary<T, T, bool>(a, b, out, Pred{});
+    c.outputs[0] = broadcast_binary_rows<T, T, bool>(a, b, out, Pred{});
   });
 }
 
@@ -38,12 +38,11 @@ void run_logic(KernelContext& c) {
   const Tensor& a = c.in(0);
   const Tensor& b_in = c.in(1);
   if (a.dtype() != DType::Bool || b_in.dtype() != DType::Bool)
-    fail(c.node.where() + ": inputs must be bool, got " + a.describe() + " and " +
-         b_in.describe());
+    fail(c.node.where() + ": inputs must be bool, got " + a.describe() + " and " + b_in.describe());
   const Tensor b = b_in.reshaped(
       legacy_broadcast_shape(c.node, c.opset, static_cast<size_t>(a.rank()), b_in.shape()));
   const Shape out = broadcast_shapes({a.shape(), b.shape()}, c.node);
-  c.outputs[0] = broadcast_binary<bool, bool, bool>(a, b, out, Pred{});
+  c.outputs[0] = broadcast_binary_rows<bool, bool, bool>(a, b, out, Pred{});
 }
 
 struct EqualFn {

@@ -43,8 +43,8 @@ ir::TensorType concat_type(const std::vector<const ir::TensorType*>& ins, const 
       if (td.is_static() && dims[d].is_static() && td.value != dims[d].value)
         fail(node.where() + ": input dims differ outside axis: " + ir::dims_str(ranked->dims) +
              " vs " + ir::dims_str(t->dims));
-      if (td.is_static()) dims[d] = td;
-      else if (!dims[d].is_static() && !(td == dims[d])) dims[d] = ir::Dim{};
+      // dims outside the axis must agree: a static or named dim from any input describes all
+      if (td.is_static() || (!dims[d].is_static() && dims[d].param.empty())) dims[d] = td;
     }
   }
   dims[axis] = sum_known ? ir::Dim{sum, ""} : ir::Dim{};

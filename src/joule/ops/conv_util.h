@@ -190,4 +190,44 @@ inline std::vector<ir::Dim> conv_out_dims(const ConvGeometry& g, const ir::Node&
   return r;
 }
 
+// ConvTranspose: output size of spatial dim i for input size `in` (-1 unknown) and resolved
+// pads (pad_e may be negative: the output then extends past the last input contribution).
+// `output_padding` / `output_shape` (-1: not given) are the op's attributes for dim i.
+// With output_shape or SAME auto_pad the total padding s*(in-1) + output_padding + ek - out is
+// split with the larger half at the end for SAME_UPPER / at the start otherwise (ONNX spec).
+inline int64_t conv_transpose_out_dim(const ConvGeometry& g, const ir::Node& n, int i, int64_t in,
+                                      int64_t output_padding, int64_t output_shape,
+                                      int64_t* pad_b = nullptr, int64_t* pad_e = nullptr) {
+  const int64_t s = g.strides[i], ek = g.eff_kernel(i);
+  int64_t pb = 0, pe = 0, out = -1;
+  const bool same = g.auto_pad == AutoPad::SameUpper || g.auto_pad == AutoPad::SameLower;
+  if (output_shape >= 0 || same) {
+    out = output_shape >= 0 ? output_shape : (in >= 0 ? in * s : -1);
+    if (in >= 0 && ek >= 0 && out >= 0) {
+      const int64_t total = s * (in - 1) + output_padding + ek - out;
+      const int64_t half = floor_div(total, 2);
+      if (g.auto_pad == AutoPad::SameUpper) {
+        pb = half;
+        pe = total - half;
+      } else {
+        pb = total - half;
+        pe = half;
+      }
+    }
+  } else {
+    if (g.auto_pad == AutoPad::NotSet) {
+      pb = g.pads[i];
+      pe = g.pads[g.nsp + i];
+    }
+    if (in >= 0 && ek >= 0) {
+      out = s * (in - 1) + output_padding + ek - pb - pe;
+      if (out < 0)
+        fail(n.where() + ": pads exceed the output size of spatial dim " + std::to_string(i));
+    }
+  }
+  if (pad_b) *pad_b = pb;
+  if (pad_e) *pad_e = pe;
+  return out;
+}
+
 }  // namespace joule::ops

@@ -13,7 +13,8 @@ void check_same_dtype_impl(const Ctx& c, DType (*dtype_of_input)(const Ctx&, siz
     if (!c.has(i)) continue;
     DType t = dtype_of_input(c, i);
     if (t == DType::Undefined) continue;
-    if (want == DType::Undefined) want = t;
+    if (want == DType::Undefined)
+      want = t;
     else if (t != want)
       fail(c.node.where() + ": inputs must have the same dtype, got " + dtype_name(want) + " and " +
            dtype_name(t));
@@ -58,8 +59,8 @@ Cost transcendental_cost(const CostContext& c) {
     r.bytes += n * static_cast<double>(dtype_size(c.out_types[i]));
   }
   for (size_t i = 0; i < c.in.size(); ++i)
-    r.bytes += static_cast<double>(shape_numel(c.in[i])) *
-               static_cast<double>(dtype_size(c.in_types[i]));
+    r.bytes +=
+        static_cast<double>(shape_numel(c.in[i])) * static_cast<double>(dtype_size(c.in_types[i]));
   return r;
 }
 
@@ -104,6 +105,42 @@ ir::TensorType legacy_broadcast_type(const ir::Node& n, int64_t opset, const ir:
   ir::TensorType r = b;
   r.dims.insert(r.dims.end(), static_cast<size_t>(pad), ir::Dim{1, ""});
   return r;
+}
+
+BroadcastLoop::BroadcastLoop(const Shape& out, const std::vector<Shape>& ins) {
+  const size_t k = ins.size(), rank = out.size();
+  numel_ = shape_numel(out);
+  inner_stride_.assign(k, 0);
+  // per output dimension (size > 1 only): size and each input's element stride
+  std::vector<int64_t> sizes;
+  std::vector<std::vector<int64_t>> strides;
+  std::vector<std::vector<int64_t>> in_strides(k);
+  for (size_t j = 0; j < k; ++j) in_strides[j] = shape_strides(ins[j]);
+  for (size_t d = 0; d < rank; ++d) {
+    if (out[d] == 1) continue;
+    std::vector<int64_t> st(k, 0);
+    for (size_t j = 0; j < k; ++j) {
+      const size_t off = rank - ins[j].size();
+      if (d >= off && ins[j][d - off] != 1) st[j] = in_strides[j][d - off];
+    }
+    // merge into the previous (outer) dimension when every input continues linearly
+    bool merge = !sizes.empty();
+    for (size_t j = 0; j < k && merge; ++j) merge = strides.back()[j] == st[j] * out[d];
+    if (merge) {
+      sizes.back() *= out[d];
+      strides.back() = st;
+    } else {
+      sizes.push_back(out[d]);
+      strides.push_back(st);
+    }
+  }
+  if (sizes.empty()) return;  // a single element: one row of length 1
+  row_ = sizes.back();
+  inner_stride_ = strides.back();
+  sizes.pop_back();
+  strides.pop_back();
+  sizes_ = std::move(sizes);
+  strides_ = std::move(strides);
 }
 
 }  // namespace joule::ops

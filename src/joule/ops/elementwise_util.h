@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "joule/ops/util.h"
 
@@ -41,31 +42,36 @@ ir::TensorType legacy_broadcast_type(const ir::Node& n, int64_t opset, const ir:
 // Integer arithmetic that wraps around (two's complement) instead of overflowing, which is
 // undefined for signed types in C++ (and for small unsigned types promoted to int).
 template <class T>
-using WrapType = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+using WrapType =
+    std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
 template <class T>
 T wrap_add(T a, T b) {
-  if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<WrapType<T>>(a) + static_cast<WrapType<T>>(b));
-  else return a + b;
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(static_cast<WrapType<T>>(a) + static_cast<WrapType<T>>(b));
+  else
+    return a + b;
 }
 template <class T>
 T wrap_sub(T a, T b) {
-  if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<WrapType<T>>(a) - static_cast<WrapType<T>>(b));
-  else return a - b;
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(static_cast<WrapType<T>>(a) - static_cast<WrapType<T>>(b));
+  else
+    return a - b;
 }
 template <class T>
 T wrap_mul(T a, T b) {
-  if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<WrapType<T>>(a) * static_cast<WrapType<T>>(b));
-  else return a * b;
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(static_cast<WrapType<T>>(a) * static_cast<WrapType<T>>(b));
+  else
+    return a * b;
 }
 template <class T>
 T wrap_neg(T a) {
-  if constexpr (std::is_integral_v<T>) return static_cast<T>(WrapType<T>(0) - static_cast<WrapType<T>>(a));
-  else return -a;
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(WrapType<T>(0) - static_cast<WrapType<T>>(a));
+  else
+    return -a;
 }
-
-}  // namespace joule::ops
-
-namespace joule::ops {
 
 // double -> T; for integer T saturates at T's range and maps NaN to 0 (C++ leaves
 // out-of-range float-to-int conversion undefined).
@@ -73,12 +79,78 @@ template <class T>
 T saturate_cast(double v) {
   if constexpr (std::is_integral_v<T>) {
     if (v != v) return T(0);
-    if (v >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
-    if (v <= static_cast<double>(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
+    if (v >= static_cast<double>(std::numeric_limits<T>::max()))
+      return std::numeric_limits<T>::max();
+    if (v <= static_cast<double>(std::numeric_limits<T>::lowest()))
+      return std::numeric_limits<T>::lowest();
     return static_cast<T>(v);
   } else {
     return static_cast<T>(v);
   }
+}
+
+// Row-wise iteration for broadcasting elementwise kernels: the output is walked in
+// contiguous rows of the (coalesced) innermost dimension; within a row each input advances by
+// inner_stride(k), which is 0 (broadcast) or 1. Dimensions of size 1 are dropped and adjacent
+// dimensions that every input traverses the same way are merged, so [N,C,H,W] + [1,C,1,1]
+// runs in rows of H*W with a constant second operand.
+class BroadcastLoop {
+ public:
+  // `ins` must broadcast to `out` (see broadcast_shapes).
+  BroadcastLoop(const Shape& out, const std::vector<Shape>& ins);
+  int64_t inner_stride(size_t k) const { return inner_stride_[k]; }
+  // fn(out_offset, in_offsets (one per input), row_length) for every row, in order.
+  template <class F>
+  void for_each_row(F fn) const {
+    if (numel_ == 0) return;
+    const size_t k = inner_stride_.size(), outer = sizes_.size();
+    std::vector<int64_t> offs(k, 0), idx(outer, 0);
+    for (int64_t o = 0; o < numel_; o += row_) {
+      fn(o, offs.data(), row_);
+      for (size_t d = outer; d-- > 0;) {  // odometer over the outer dimensions
+        for (size_t j = 0; j < k; ++j) offs[j] += strides_[d][j];
+        if (++idx[d] < sizes_[d]) break;
+        for (size_t j = 0; j < k; ++j) offs[j] -= strides_[d][j] * sizes_[d];
+        idx[d] = 0;
+      }
+    }
+  }
+
+ private:
+  int64_t numel_ = 0, row_ = 1;
+  std::vector<int64_t> inner_stride_;
+  std::vector<int64_t> sizes_;                 // outer dimensions, outermost first
+  std::vector<std::vector<int64_t>> strides_;  // [outer dim][input]
+};
+
+// Like broadcast_binary (util.h) but row-wise through BroadcastLoop: fast for any
+// broadcasting pattern, not only equal shapes and scalars.
+template <class A, class B, class O, class F>
+Tensor broadcast_binary_rows(const Tensor& a, const Tensor& b, const Shape& out_shape, F f) {
+  Tensor out(dtype_of<O>, out_shape);
+  const A* pa = a.data<A>();
+  const B* pb = b.data<B>();
+  O* po = out.data<O>();
+  BroadcastLoop loop(out_shape, {a.shape(), b.shape()});
+  const bool sa = loop.inner_stride(0) != 0, sb = loop.inner_stride(1) != 0;
+  loop.for_each_row([&](int64_t o, const int64_t* in, int64_t n) {
+    const A* x = pa + in[0];
+    const B* y = pb + in[1];
+    O* z = po + o;
+    if (sa && sb) {
+      for (int64_t i = 0; i < n; ++i) z[i] = f(x[i], y[i]);
+    } else if (sa) {
+      const B v = *y;
+      for (int64_t i = 0; i < n; ++i) z[i] = f(x[i], v);
+    } else if (sb) {
+      const A v = *x;
+      for (int64_t i = 0; i < n; ++i) z[i] = f(v, y[i]);
+    } else {
+      const O v = f(*x, *y);
+      for (int64_t i = 0; i < n; ++i) z[i] = v;
+    }
+  });
+  return out;
 }
 
 }  // namespace joule::ops

@@ -36,9 +36,8 @@ void run(KernelContext& c) {
          x.describe());
   visit_numeric(x.dtype(), c.node.where().c_str(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    c.outputs[0] = broadcast_binary<T, T, T>(x, slope, out, [](T v, T s) {
-      return v < T(0) ? wrap_mul(s, v) : v;
-    });
+    c.outputs[0] = broadcast_binary_rows<T, T, T>(
+        x, slope, out, [](T v, T s) { return v < T(0) ? wrap_mul(s, v) : v; });
   });
 }
 

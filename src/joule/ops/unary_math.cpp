@@ -52,15 +52,20 @@ T sign_of(T x) {
   if constexpr (std::is_floating_point_v<T>) {
     if (std::isnan(x)) return x;
   }
-  if constexpr (std::is_unsigned_v<T>) return x > 0 ? T(1) : T(0);
-  else return x > 0 ? T(1) : (x < 0 ? T(-1) : T(0));
+  if constexpr (std::is_unsigned_v<T>)
+    return x > 0 ? T(1) : T(0);
+  else
+    return x > 0 ? T(1) : (x < 0 ? T(-1) : T(0));
 }
 
 template <class T>
 T abs_of(T x) {
-  if constexpr (std::is_unsigned_v<T>) return x;
-  else if constexpr (std::is_integral_v<T>) return x < 0 ? wrap_neg(x) : x;
-  else return std::fabs(x);
+  if constexpr (std::is_unsigned_v<T>)
+    return x;
+  else if constexpr (std::is_integral_v<T>)
+    return x < 0 ? wrap_neg(x) : x;
+  else
+    return std::fabs(x);
 }
 
 // IsNaN / IsInf: float in, bool out.
@@ -99,16 +104,16 @@ void run_not(KernelContext& c) {
 }  // namespace
 
 // One line per op: name, kernel family, cost function (nullptr: default), expression in x.
-#define JOULE_UNARY(Name, kernel, cost, expr)   \
-  namespace {                                   \
-  struct Fn##Name {                             \
-    template <class T>                          \
-    static T apply(T x) {                       \
-      return expr;                              \
-    }                                           \
-  };                                            \
-  }                                             \
-  extern const OpDef kOp##Name;                 \
+#define JOULE_UNARY(Name, kernel, cost, expr) \
+  namespace {                                 \
+  struct Fn##Name {                           \
+    template <class T>                        \
+    static T apply(T x) {                     \
+      return expr;                            \
+    }                                         \
+  };                                          \
+  }                                           \
+  extern const OpDef kOp##Name;               \
   const OpDef kOp##Name{#Name, "", 1, 1, infer_same_type, kernel<Fn##Name>, cost};
 
 JOULE_UNARY(Abs, run_numeric, nullptr, abs_of(x))

@@ -45,10 +45,10 @@ void run(KernelContext& c) {
     if (c.inputs.size() == 1 || acc.shape() != out) {
       // start from input 0 broadcast to the output shape (a fresh buffer, never the input's)
       Tensor zero(acc.dtype(), {});
-      acc = broadcast_binary<T, T, T>(acc, zero, out, [](T a, T) { return a; });
+      acc = broadcast_binary_rows<T, T, T>(acc, zero, out, [](T a, T) { return a; });
     }
     for (size_t i = 1; i < c.inputs.size(); ++i)
-      acc = broadcast_binary<T, T, T>(acc, c.in(i), out, Fn{});
+      acc = broadcast_binary_rows<T, T, T>(acc, c.in(i), out, Fn{});
     if constexpr (kMean) {
       const T n = static_cast<T>(c.inputs.size());
       acc = map_unary<T, T>(acc, [n](T v) { return static_cast<T>(v / n); });

@@ -27,17 +27,19 @@ void run(KernelContext& c) {
     const T* px = x.data<T>();
     const T* py = y.data<T>();
     T* po = out.data<T>();
-    const int64_t n = out.numel();
-    BroadcastIndexer ic(out_shape, cond.shape()), ix(out_shape, x.shape()),
-        iy(out_shape, y.shape());
-    if (ic.identity() && ix.identity() && iy.identity()) {
-      for (int64_t i = 0; i < n; ++i) po[i] = pc[i] ? px[i] : py[i];
-    } else {
-      auto at = [](const BroadcastIndexer& b, int64_t i) {
-        return b.identity() ? i : (b.scalar() ? 0 : b.offset(i));
-      };
-      for (int64_t i = 0; i < n; ++i) po[i] = pc[at(ic, i)] ? px[at(ix, i)] : py[at(iy, i)];
-    }
+    BroadcastLoop loop(out_shape, {cond.shape(), x.shape(), y.shape()});
+    const int64_t sc = loop.inner_stride(0), sx = loop.inner_stride(1), sy = loop.inner_stride(2);
+    loop.for_each_row([&](int64_t o, const int64_t* in, int64_t n) {
+      const bool* rc = pc + in[0];
+      const T* rx = px + in[1];
+      const T* ry = py + in[2];
+      T* ro = po + o;
+      if (sc && sx && sy) {
+        for (int64_t i = 0; i < n; ++i) ro[i] = rc[i] ? rx[i] : ry[i];
+      } else {
+        for (int64_t i = 0; i < n; ++i) ro[i] = rc[i * sc] ? rx[i * sx] : ry[i * sy];
+      }
+    });
     c.outputs[0] = out;
   });
 }

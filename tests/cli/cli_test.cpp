@@ -1,0 +1,140 @@
+// Runs the joule binary as a user would: exit codes, one-line errors, files written.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "graph_builder.h"
+#include "joule/core/file_util.h"
+#include "joule/core/npy.h"
+#include "joule/onnx/model_io.h"
+
+using namespace joule;
+using joule::testing::GraphBuilder;
+namespace fs = std::filesystem;
+
+namespace {
+struct Result {
+  int code;
+  std::string out;
+};
+
+Result joule_cmd(const std::string& args) {
+  std::string cmd = std::string(JOULE_BINARY_DIR) + "/joule " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  int st = pclose(p);
+  return {WEXITSTATUS(st), out};
+}
+
+fs::path dir() {
+  static fs::path d = [] {
+    auto p = fs::temp_directory_path() / ("joule_cli_test_" + std::to_string(::getpid()));
+    fs::remove_all(p);
+    fs::create_directories(p);
+    return p;
+  }();
+  return d;
+}
+
+std::string model_path() {
+  auto p = dir() / "m.onnx";
+  if (!fs::exists(p)) {
+    ir::Graph g = GraphBuilder()
+                      .input("in:0", DType::Float32, {2, 3})
+                      .init("w", joule::testing::iota_tensor({3, 4}, 0.f, 0.5f))
+                      .node("MatMul", {"in:0", "w"}, {"mm"})
+                      .node("Relu", {"mm"}, {"out/1"})
+                      .output("out/1")
+                      .build();
+    onnx::save_model(g, p.string());
+  }
+  return p.string();
+}
+
+int lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+}  // namespace
+
+TEST(Cli, InfoTableAndJson) {
+  Result r = joule_cmd("info " + model_path());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("MatMul"), std::string::npos);
+  EXPECT_NE(r.out.find("all 2 nodes supported"), std::string::npos);
+  Result j = joule_cmd("info --format json " + model_path());
+  ASSERT_EQ(j.code, 0) << j.out;
+  auto js = nlohmann::json::parse(j.out);
+  EXPECT_EQ(js["parameters"].get<int>(), 12);
+  EXPECT_DOUBLE_EQ(js["total"]["macs"].get<double>(), 2.0 * 3 * 4);
+  EXPECT_EQ(js["inputs"][0]["shape"].get<std::string>(), "[2,3]");
+}
+
+TEST(Cli, RunWritesSanitisedOutputNames) {
+  Tensor x = joule::testing::iota_tensor({2, 3}, -1.f);
+  save_npy(x, (dir() / "x.npy").string());
+  auto out = dir() / "out";
+  Result r = joule_cmd("run " + model_path() + " -i " + (dir() / "x.npy").string() + " -o " + out.string() + " --threads 1");
+  ASSERT_EQ(r.code, 0) << r.out;
+  Tensor y = load_npy((out / "out_1.npy").string());
+  EXPECT_EQ(y.shape(), (Shape{2, 4}));
+  // row 0 of x = [-1, 0, 1]; w[:,0] = [0, 2, 4] -> 4
+  EXPECT_FLOAT_EQ(y.data<float>()[0], 4.f);
+  // NAME=FILE binding works too, and a .pb input.
+  onnx::save_tensor_pb(x, "in:0", (dir() / "x.pb").string());
+  Result r2 = joule_cmd("run " + model_path() + " -i in:0=" + (dir() / "x.pb").string());
+  EXPECT_EQ(r2.code, 0) << r2.out;
+}
+
+TEST(Cli, BadInputExitsTwoWithOneLine) {
+  auto expect_bad = [](const std::string& args, const std::string& needle) {
+    Result r = joule_cmd(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+    EXPECT_EQ(lines(r.out), 1) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find(needle), std::string::npos) << args << "\n" << r.out;
+  };
+  expect_bad("info /no/such/model.onnx", "no such file");
+  write_file_atomic((dir() / "trunc.onnx").string(), read_file(model_path()).substr(0, 40));
+  expect_bad("info " + (dir() / "trunc.onnx").string(), "not a valid ONNX model");
+  // Unsupported ops: every one listed, with node names.
+  ir::Graph g = GraphBuilder()
+                    .input("x", DType::Float32, {2})
+                    .node("Frobnicate", {"x"}, {"a"}, {}, "frob1")
+                    .node("Twiddle", {"a"}, {"b"}, {}, "twid1")
+                    .output("b")
+                    .build();
+  onnx::save_model(g, (dir() / "unsup.onnx").string());
+  Tensor x(DType::Float32, {2});
+  save_npy(x, (dir() / "x2.npy").string());
+  expect_bad("run " + (dir() / "unsup.onnx").string() + " -i " + (dir() / "x2.npy").string(), "frob1");
+  expect_bad("run " + (dir() / "unsup.onnx").string() + " -i " + (dir() / "x2.npy").string(), "twid1");
+  // Wrong input shape and dtype.
+  save_npy(Tensor(DType::Float32, {3, 3}), (dir() / "bad_shape.npy").string());
+  expect_bad("run " + model_path() + " -i " + (dir() / "bad_shape.npy").string(), "expected shape [2,3]");
+  save_npy(Tensor(DType::Int64, {2, 3}), (dir() / "bad_type.npy").string());
+  expect_bad("run " + model_path() + " -i " + (dir() / "bad_type.npy").string(), "expected float32");
+  expect_bad("run " + model_path(), "missing input");
+  expect_bad("run " + model_path() + " -i /no/x.npy", "no such file");
+  expect_bad("graph " + model_path() + " -o " + (dir() / "g.bmpx").string(), "unknown output format");
+  Result u = joule_cmd("frobnicate");
+  EXPECT_EQ(u.code, 2);
+}
+
+TEST(Cli, NothingHalfWrittenOnFailure) {
+  auto out = dir() / "never";
+  save_npy(Tensor(DType::Float32, {3, 3}), (dir() / "bad.npy").string());
+  Result r = joule_cmd("run " + model_path() + " -i " + (dir() / "bad.npy").string() + " -o " + out.string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(Cli, GraphWritesDotAndSvg) {
+  Result r = joule_cmd("graph " + model_path() + " -o " + (dir() / "g.dot").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(read_file((dir() / "g.dot").string()).find("MatMul"), std::string::npos);
+  Result s = joule_cmd("graph " + model_path() + " -o " + (dir() / "g.svg").string());
+  ASSERT_EQ(s.code, 0) << s.out;
+  EXPECT_NE(read_file((dir() / "g.svg").string()).find("<svg"), std::string::npos);
+}
