@@ -287,3 +287,127 @@ TEST(NnConv, DISABLED_ResNet18Timing) {
 
 }  // namespace
 }  // namespace joule::testing::nn
+
+namespace joule::testing::nn {
+namespace {
+
+// ---- ConvTranspose ----
+
+TEST(NnConvTranspose, Basic2D) {
+  Tensor y = run1("ConvTranspose", {iota({1, 1, 3, 3}), ones({1, 2, 3, 3})});
+  const std::vector<float> ch = {0, 1, 3, 3, 2, 3, 8, 15, 12, 7, 9, 21, 36, 27, 15, 9, 20, 33, 24, 13, 6, 13, 21, 15, 8};
+  std::vector<float> both = ch;
+  both.insert(both.end(), ch.begin(), ch.end());
+  expect_values(y, both, {1, 2, 5, 5});
+}
+
+TEST(NnConvTranspose, OneDimStridesPadsOutputPadding) {
+  // x = [1 2 3], w = [1 10], stride 2: full = [1 10 2 20 3 30] (+ output_padding zeros)
+  Tensor x = F({1, 2, 3}, {1, 1, 3}), w = F({1, 10}, {1, 1, 2});
+  expect_values(run1("ConvTranspose", {x, w}, {{"strides", Ints{2}}}), {1, 10, 2, 20, 3, 30}, {1, 1, 6});
+  expect_values(run1("ConvTranspose", {x, w}, {{"strides", Ints{2}}, {"pads", Ints{1, 2}}}), {10, 2, 20}, {1, 1, 3});
+  expect_values(run1("ConvTranspose", {x, w}, {{"strides", Ints{2}}, {"output_padding", Ints{1}}}),
+                {1, 10, 2, 20, 3, 30, 0}, {1, 1, 7});
+  // output_shape 8: total padding 6 - 8 = -2 -> the two extra outputs go at the end
+  expect_values(run1("ConvTranspose", {x, w}, {{"strides", Ints{2}}, {"output_shape", Ints{8}}}),
+                {1, 10, 2, 20, 3, 30, 0, 0}, {1, 1, 8});
+  // output_shape 4 (total padding 2, split 1/1)
+  expect_values(run1("ConvTranspose", {x, w}, {{"strides", Ints{2}}, {"output_shape", Ints{4}}}),
+                {10, 2, 20, 3}, {1, 1, 4});
+  // SAME_UPPER: out = in * stride = 6, total padding 0; with kernel 3 total is 1 -> 1 at the end
+  Tensor w3 = F({1, 10, 100}, {1, 1, 3});
+  // full (7): [1, 10, 102, 20, 203, 30, 300]
+  expect_values(run1("ConvTranspose", {x, w3}, {{"strides", Ints{2}}, {"auto_pad", std::string("SAME_UPPER")}}),
+                {1, 10, 102, 20, 203, 30}, {1, 1, 6});
+  expect_values(run1("ConvTranspose", {x, w3}, {{"strides", Ints{2}}, {"auto_pad", std::string("SAME_LOWER")}}),
+                {10, 102, 20, 203, 30, 300}, {1, 1, 6});
+}
+
+TEST(NnConvTranspose, GroupsBiasDilation) {
+  // 2 groups with 1 in / 1 out channel each, dilation 2: y[i*1 + k*2] += x[i] * w[k]
+  Tensor x = F({1, 2, 3, 4}, {1, 2, 2});
+  Tensor w = F({1, 1, 2, 3}, {2, 1, 2});
+  Tensor b = F({0.5f, -1}, {2});
+  Tensor y = run1("ConvTranspose", {x, w, b}, {{"group", int64_t{2}}, {"dilations", Ints{2}}});
+  // ch0: x=[1,2], w=[1,1]: out len (2-1)+3 = 4: [1,2,1,2] + 0.5
+  // ch1: x=[3,4], w=[2,3]: [6,8,9,12] - 1
+  expect_values(y, {1.5f, 2.5f, 1.5f, 2.5f, 5, 7, 8, 11}, {1, 2, 4});
+}
+
+TEST(NnConvTranspose, Errors) {
+  EXPECT_THROW(run1("ConvTranspose", {iota({1, 2, 3, 3}), ones({1, 2, 3, 3})}), Error);  // channels
+  EXPECT_THROW(run1("ConvTranspose", {iota({1, 1, 3, 3}), ones({1, 2, 3})}), Error);     // rank
+  EXPECT_THROW(run1("ConvTranspose", {iota({1, 1, 3}), ones({1, 1, 3})}, {{"output_padding", Ints{1}}}), Error);
+  EXPECT_THROW(run1("ConvTranspose", {iota({1, 1, 3}), ones({1, 1, 3}), F({1, 2}, {2})}), Error);  // bias
+  EXPECT_THROW(run1("ConvTranspose", {iota({1, 1, 2}), ones({1, 1, 2})}, {{"pads", Ints{2, 2}}}), Error);
+}
+
+Tensor naive_conv_transpose(const Tensor& x, const Tensor& w, const Geo& g, int64_t group) {
+  const int64_t N = x.dim(0), C = x.dim(1), mg = w.dim(1), M = mg * group, cg = C / group;
+  Shape ys = {N, M};
+  for (int i = 0; i < g.nsp; ++i) ys.push_back(g.out[i]);
+  Tensor y(DType::Float32, ys);
+  const int64_t isz = shape_numel(g.in), ksz = shape_numel(g.k), osz = shape_numel(g.out);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t i = 0; i < isz; ++i)
+        for (int64_t om = 0; om < mg; ++om)
+          for (int64_t kk = 0; kk < ksz; ++kk) {
+            int64_t ri = i, rk = kk, ooff = 0, inside = 1, mul = 1;
+            for (int64_t d = g.nsp - 1; d >= 0; --d) {
+              const int64_t ip = ri % g.in[d], kp = rk % g.k[d];
+              ri /= g.in[d], rk /= g.k[d];
+              const int64_t o = ip * g.s[d] + kp * g.d[d] - g.pb[d];
+              if (o < 0 || o >= g.out[d]) inside = 0;
+              ooff += o * mul;
+              mul *= g.out[d];
+            }
+            if (!inside) continue;
+            const int64_t m = (c / cg) * mg + om;
+            y.data<float>()[(n * M + m) * osz + ooff] +=
+                x.data<float>()[(n * C + c) * isz + i] * w.data<float>()[(c * mg + om) * ksz + kk];
+          }
+  return y;
+}
+
+TEST(NnConvTranspose, RandomVsNaive) {
+  std::mt19937 rng(99);
+  auto ri = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (int iter = 0; iter < 100; ++iter) {
+    Geo g;
+    g.nsp = ri(1, 3);
+    const int64_t group = ri(1, 2), cg = ri(1, 2), mg = ri(1, 3), N = ri(1, 2);
+    Ints pads(2 * g.nsp), opad, ks;
+    const bool use_shape = ri(0, 3) == 0;
+    Ints oshape;
+    for (int i = 0; i < g.nsp; ++i) {
+      const int64_t k = ri(1, 3), s = ri(1, 3), d = ri(1, 2), in = ri(1, 4);
+      const int64_t ek = (k - 1) * d + 1, op = ri(0, static_cast<int>(std::max(s, d)) - 1);
+      const int64_t full = s * (in - 1) + op + ek;
+      int64_t pb = ri(0, 2), pe = ri(0, 2);
+      if (pb + pe >= full) pb = pe = 0;
+      if (use_shape) {
+        const int64_t out = std::max<int64_t>(1, full + ri(-2, 2));
+        const int64_t total = full - out;
+        const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);  // floor
+        pb = total - half, pe = half;
+        oshape.push_back(out);
+      }
+      pads[i] = pb, pads[g.nsp + i] = pe;
+      g.in.push_back(in), g.k.push_back(k), g.s.push_back(s), g.d.push_back(d), g.pb.push_back(pb);
+      g.pe.push_back(pe), g.out.push_back(full - pb - pe), opad.push_back(op), ks.push_back(k);
+    }
+    Attrs a{{"group", group}, {"strides", g.s}, {"dilations", g.d}, {"output_padding", opad}};
+    if (use_shape) a["output_shape"] = oshape;
+    else a["pads"] = pads;
+    Shape xs = {N, cg * group}, ws = {cg * group, mg};
+    for (int i = 0; i < g.nsp; ++i) xs.push_back(g.in[i]), ws.push_back(ks[i]);
+    Tensor x = random_tensor(xs, 7 * iter + 1), w = random_tensor(ws, 7 * iter + 2);
+    expect_close(run1("ConvTranspose", {x, w}, a), naive_conv_transpose(x, w, g, group), 1e-4, 1e-4,
+                 "iter " + std::to_string(iter));
+    if (HasFailure()) return;
+  }
+}
+
+}  // namespace
+}  // namespace joule::testing::nn

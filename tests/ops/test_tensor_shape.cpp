@@ -93,6 +93,7 @@ TEST(TensorSqueeze, AxesInputAndAttr) {
   EXPECT_EQ(run_op(n11, {x}, 11)[0].shape(), (Shape{3, 2}));
   EXPECT_THROW(run_op(n13, {x, i64v({1})}, 13), Error);
   EXPECT_EQ(run_op(make_node("Squeeze", 1, 1), {iota_f({1})}, 13)[0].rank(), 0);
+  EXPECT_EQ(run_op(n13, {x, i64v({})}, 13, true)[0].shape(), (Shape{3, 2}));  // empty axes = all
   // symbolic dims without axes: rank unknown
   auto r = infer_only(make_node("Squeeze", 1, 1), {ttype(DType::Float32, {P("N"), S(1)})});
   EXPECT_FALSE(r.types[0].has_shape);

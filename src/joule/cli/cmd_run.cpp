@@ -23,35 +23,6 @@ struct RunArgs {
   int repeat = 1;
 };
 
-Tensor load_input(const std::string& path) {
-  if (path.size() > 3 && path.substr(path.size() - 3) == ".pb") return onnx::load_tensor_pb(path);
-  if (path.size() > 4 && path.substr(path.size() - 4) == ".npy") return load_npy(path);
-  fail(path + ": input files must be .npy or ONNX TensorProto .pb");
-}
-
-// "-i FILE" binds to the next unbound graph input in order; "-i NAME=FILE" binds by name.
-runtime::TensorMap bind_inputs(const std::vector<std::string>& specs, const std::vector<std::string>& names) {
-  runtime::TensorMap m;
-  size_t next = 0;
-  for (auto& s : specs) {
-    auto eq = s.find('=');
-    std::string name, file = s;
-    if (eq != std::string::npos && std::find(names.begin(), names.end(), s.substr(0, eq)) != names.end()) {
-      name = s.substr(0, eq);
-      file = s.substr(eq + 1);
-    } else {
-      while (next < names.size() && m.count(names[next])) ++next;
-      if (next >= names.size())
-        fail("too many inputs: the model takes " + std::to_string(names.size()) + " (" + s + " has no input left to bind)");
-      name = names[next++];
-    }
-    if (m.count(name)) fail("input '" + name + "' given twice");
-    m[name] = load_input(file);
-  }
-  for (auto& n : names)
-    if (!m.count(n)) fail("missing input '" + n + "': pass -i FILE or -i " + n + "=FILE");
-  return m;
-}
 }  // namespace
 
 Action add_run(CLI::App& app) {

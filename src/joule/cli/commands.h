@@ -10,5 +10,6 @@ using Action = std::function<int()>;
 Action add_info(CLI::App& app);
 Action add_run(CLI::App& app);
 Action add_graph(CLI::App& app);
+Action add_bench(CLI::App& app);
 
 }  // namespace joule::cli

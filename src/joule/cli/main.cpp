@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   };
   add("info", "Summarise a model: inputs/outputs, op histogram, parameters, MACs/FLOPs per node", joule::cli::add_info);
   add("run", "Run a model on inputs (.npy or TensorProto .pb) and write its outputs as .npy", joule::cli::add_run);
+  add("bench", "Time whole-model latency: warm-up, repeated runs, median/mean/std/percentiles", joule::cli::add_bench);
   add("graph", "Draw the model graph (.svg/.png/.pdf through Graphviz dot, .dot text, .txt listing)", joule::cli::add_graph);
   try {
     app.parse(argc, argv);

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "joule/ir/graph.h"
+#include "joule/runtime/session.h"
 
 namespace joule::cli {
 
@@ -11,6 +12,10 @@ std::string human_bytes(double v);   // 44.6 MB
 // Loads an ONNX model; "default" (or "fashion_cnn") names the bundled example model.
 ir::Graph load_model_or_default(const std::string& path);
 std::string resolve_model_path(const std::string& path);
+// Binds "-i FILE" (next unbound graph input, in order) and "-i NAME=FILE" (.npy or .pb).
+// Every input must be bound.
+runtime::TensorMap bind_inputs(const std::vector<std::string>& specs, const std::vector<std::string>& names);
+
 // Replaces characters outside [A-Za-z0-9._-] with '_' (output file names).
 std::string safe_filename(const std::string& s);
 

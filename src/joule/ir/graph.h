@@ -47,7 +47,7 @@ struct Node {
   std::vector<std::string> inputs;     // value names; "" marks an absent optional input
   std::vector<std::string> outputs;
   std::map<std::string, Attribute> attrs;
-  Metadata meta = Metadata::object();
+  Metadata meta = {{"common", Metadata::object()}, {"software", Metadata::object()}, {"hardware", Metadata::object()}};
 
   bool has_attr(const std::string& k) const { return attrs.count(k) != 0; }
   int64_t attr_int(const std::string& k, int64_t def) const;

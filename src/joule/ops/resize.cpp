@@ -338,11 +338,20 @@ void run(KernelContext& c) {
   c.outputs[0] = cur.cast(x.dtype());
 }
 
+std::string check(const ir::Node& node, int64_t opset) {
+  try {
+    params(node, opset);
+  } catch (const Error& e) {
+    if (e.kind() == Error::Kind::Unsupported) return e.what();
+  }
+  return "";
+}
+
 }  // namespace
 
 extern const OpDef kOpResize;
-const OpDef kOpResize{"Resize", "", 1, 4, infer, run, data_movement_cost};
+const OpDef kOpResize{"Resize", "", 1, 4, infer, run, data_movement_cost, check};
 extern const OpDef kOpUpsample;
-const OpDef kOpUpsample{"Upsample", "", 1, 2, infer, run, data_movement_cost};
+const OpDef kOpUpsample{"Upsample", "", 1, 2, infer, run, data_movement_cost, check};
 
 }  // namespace joule::ops

@@ -41,7 +41,8 @@ void infer(InferContext& c) {
     if (c.node.has_attr("axes")) axes = c.node.attr_ints("axes");
   } else if (c.has(1)) {
     axes = known_ints(c, 1);
-    if (!axes) {
+    if (axes && axes->empty()) axes.reset();
+    if (!axes && static_length(c, 1) != 0 && !(c.input_values.size() > 1 && c.input_values[1])) {
       const int64_t n = static_length(c, 1);
       c.out(0) = (x.has_shape && n >= 0 && n <= rank_of(x))
                      ? make_type(x.dtype, unknown_dims(x.dims.size() - static_cast<size_t>(n)))
@@ -62,7 +63,7 @@ void run(KernelContext& c) {
   std::optional<std::vector<int64_t>> axes;
   if (c.opset < 13) {
     if (c.node.has_attr("axes")) axes = c.node.attr_ints("axes");
-  } else if (c.has(1)) {
+  } else if (c.has(1) && c.in(1).numel() > 0) {  // an empty axes tensor squeezes all, as in ORT
     axes = c.in(1).to_int_vector();
   }
   c.outputs[0] = x.reshaped(shape_of(*squeeze_dims(dims_of(x.shape()), axes, c.node)));
