@@ -50,8 +50,9 @@ inline std::vector<Tensor> run_op(const ir::Node& node, const std::vector<Tensor
     if (want.has_shape) {
       EXPECT_EQ(want.dims.size(), got.shape().size()) << node.op_type << " output " << i;
       for (size_t d = 0; d < want.dims.size() && d < got.shape().size(); ++d)
-        if (want.dims[d].is_static())
+        if (want.dims[d].is_static()) {
           EXPECT_EQ(want.dims[d].value, got.shape()[d]) << node.op_type << " output " << i << " dim " << d;
+        }
     }
   }
   return kc.outputs;

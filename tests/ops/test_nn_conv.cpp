@@ -308,9 +308,13 @@ TEST(NnConvTranspose, OneDimStridesPadsOutputPadding) {
   expect_values(run1("ConvTranspose", {x, w}, {{"strides", Ints{2}}, {"pads", Ints{1, 2}}}), {10, 2, 20}, {1, 1, 3});
   expect_values(run1("ConvTranspose", {x, w}, {{"strides", Ints{2}}, {"output_padding", Ints{1}}}),
                 {1, 10, 2, 20, 3, 30, 0}, {1, 1, 7});
-  // output_shape 8: total padding 6 - 8 = -2 -> the two extra outputs go at the end
+  // output_shape 8: total padding 6 - 8 = -2, split (floor) as begin -1, end -1 as in the
+  // ONNX spec / reference implementation
   expect_values(run1("ConvTranspose", {x, w}, {{"strides", Ints{2}}, {"output_shape", Ints{8}}}),
-                {1, 10, 2, 20, 3, 30, 0, 0}, {1, 1, 8});
+                {0, 1, 10, 2, 20, 3, 30, 0}, {1, 1, 8});
+  // output_shape 7: total -1 -> begin 0, end -1 (the extra output at the end)
+  expect_values(run1("ConvTranspose", {x, w}, {{"strides", Ints{2}}, {"output_shape", Ints{7}}}),
+                {1, 10, 2, 20, 3, 30, 0}, {1, 1, 7});
   // output_shape 4 (total padding 2, split 1/1)
   expect_values(run1("ConvTranspose", {x, w}, {{"strides", Ints{2}}, {"output_shape", Ints{4}}}),
                 {10, 2, 20, 3}, {1, 1, 4});

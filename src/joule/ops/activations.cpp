@@ -157,8 +157,8 @@ struct Shrink {
   template <class T>
   T operator()(T x) const {
     const double v = static_cast<double>(x);
-    if (v < -lambd) return static_cast<T>(v + bias);
-    if (v > lambd) return static_cast<T>(v - bias);
+    if (v < -lambd) return saturate_cast<T>(v + bias);
+    if (v > lambd) return saturate_cast<T>(v - bias);
     return T(0);
   }
 };

@@ -205,23 +205,10 @@ int64_t normalize_index(int64_t i, int64_t dim, const ir::Node& node) {
 }
 
 DType dtype_from_onnx(int64_t code, const ir::Node& node) {
-  switch (code) {
-    case 1: return DType::Float32;
-    case 2: return DType::UInt8;
-    case 3: return DType::Int8;
-    case 4: return DType::UInt16;
-    case 5: return DType::Int16;
-    case 6: return DType::Int32;
-    case 7: return DType::Int64;
-    case 9: return DType::Bool;
-    case 10: return DType::Float16;
-    case 11: return DType::Float64;
-    case 12: return DType::UInt32;
-    case 13: return DType::UInt64;
-    case 16: return DType::BFloat16;
-    default: break;
-  }
-  fail_unsupported(node.where() + ": ONNX data type " + std::to_string(code) + " is not supported");
+  DType t = joule::dtype_from_onnx(static_cast<int>(code));
+  if (t == DType::Undefined)
+    fail_unsupported(node.where() + ": ONNX data type " + std::to_string(code) + " is not supported");
+  return t;
 }
 
 Tensor filled(const Tensor& value, const Shape& shape) {
