@@ -8,11 +8,7 @@
 
 #include "joule/core/error.h"
 #include "joule/ops/util.h"
-// op_test_util.h trips -Wdangling-else (EXPECT_EQ under an unbraced if) with this g++.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdangling-else"
 #include "ops/op_test_util.h"
-#pragma GCC diagnostic pop
 
 namespace joule::elemtest {
 using namespace joule::testing;

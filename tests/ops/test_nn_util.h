@@ -6,11 +6,7 @@
 #include <string>
 #include <vector>
 
-// op_test_util.h has an `if` around EXPECT_EQ that g++ 12 flags with -Wdangling-else.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdangling-else"
 #include "ops/op_test_util.h"
-#pragma GCC diagnostic pop
 
 namespace joule::testing::nn {
 

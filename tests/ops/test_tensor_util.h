@@ -1,10 +1,6 @@
 #pragma once
 // Helpers for the data-movement op tests (test_tensor_*.cpp).
-// op_test_util.h trips -Wdangling-else (an EXPECT_EQ under a brace-less if); tolerate it here.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdangling-else"
 #include "op_test_util.h"
-#pragma GCC diagnostic pop
 
 namespace joule::testing {
 

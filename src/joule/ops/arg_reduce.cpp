@@ -18,8 +18,10 @@ void infer(InferContext& c) {
   const bool keep = c.node.attr_int("keepdims", 1) != 0;
   o.has_shape = true;
   for (int64_t d = 0; d < rank; ++d) {
-    if (d != axis) o.dims.push_back(x.dims[static_cast<size_t>(d)]);
-    else if (keep) o.dims.push_back(ir::Dim{1, ""});
+    if (d != axis)
+      o.dims.push_back(x.dims[static_cast<size_t>(d)]);
+    else if (keep)
+      o.dims.push_back(ir::Dim{1, ""});
   }
 }
 
@@ -60,8 +62,10 @@ void run(KernelContext& c) {
     const int64_t s = X.dim(static_cast<int>(d));
     if (d < axis) outer *= s;
     if (d > axis) inner *= s;
-    if (d != axis) ys.push_back(s);
-    else if (keep) ys.push_back(1);
+    if (d != axis)
+      ys.push_back(s);
+    else if (keep)
+      ys.push_back(1);
   }
   Tensor Y(DType::Int64, ys);
   if (n == 0 && Y.numel() > 0) fail(c.node.where() + ": cannot reduce over an empty axis");

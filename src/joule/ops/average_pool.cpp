@@ -9,21 +9,24 @@ namespace {
 void infer(InferContext& c) { infer_pool(c, true); }
 
 template <class T>
-void avg_pool(const Tensor& X, Tensor& Y, const SpatialPlan& p, bool include_pad, ThreadPool* pool) {
+void avg_pool(const Tensor& X, Tensor& Y, const SpatialPlan& p, bool include_pad,
+              ThreadPool* pool) {
   const T* x = X.data<T>();
   T* y = Y.data<T>();
   const int64_t in_plane = p.in_size(), out_plane = p.out_size();
-  for_each_pool_window(p, X.dim(0) * X.dim(1), pool, [&](int64_t t, int64_t o, const PoolWindow& w) {
-    const T* xp = x + t * in_plane;
-    T sum = 0;
-    for (int64_t a = 0, id = w.first[0]; a < w.count[0]; ++a, id += w.step[0])
-      for (int64_t b = 0, ih = w.first[1]; b < w.count[1]; ++b, ih += w.step[1]) {
-        const T* row = xp + (id * p.in[1] + ih) * p.in[2];
-        for (int64_t e = 0, iw = w.first[2]; e < w.count[2]; ++e, iw += w.step[2]) sum += row[iw];
-      }
-    const int64_t n = include_pad ? w.padded_count : w.count[0] * w.count[1] * w.count[2];
-    y[t * out_plane + o] = sum / static_cast<T>(n);
-  });
+  for_each_pool_window(
+      p, X.dim(0) * X.dim(1), pool, [&](int64_t t, int64_t o, const PoolWindow& w) {
+        const T* xp = x + t * in_plane;
+        T sum = 0;
+        for (int64_t a = 0, id = w.first[0]; a < w.count[0]; ++a, id += w.step[0])
+          for (int64_t b = 0, ih = w.first[1]; b < w.count[1]; ++b, ih += w.step[1]) {
+            const T* row = xp + (id * p.in[1] + ih) * p.in[2];
+            for (int64_t e = 0, iw = w.first[2]; e < w.count[2]; ++e, iw += w.step[2])
+              sum += row[iw];
+          }
+        const int64_t n = include_pad ? w.padded_count : w.count[0] * w.count[1] * w.count[2];
+        y[t * out_plane + o] = sum / static_cast<T>(n);
+      });
 }
 
 void run(KernelContext& c) {
@@ -34,9 +37,14 @@ void run(KernelContext& c) {
   const bool include_pad = c.node.attr_int("count_include_pad", 0) != 0;
   Tensor Y(X.dtype(), ys);
   switch (X.dtype()) {
-    case DType::Float32: avg_pool<float>(X, Y, p, include_pad, c.pool); break;
-    case DType::Float64: avg_pool<double>(X, Y, p, include_pad, c.pool); break;
-    default: fail_unsupported(c.node.where() + ": dtype " + dtype_name(X.dtype()));
+    case DType::Float32:
+      avg_pool<float>(X, Y, p, include_pad, c.pool);
+      break;
+    case DType::Float64:
+      avg_pool<double>(X, Y, p, include_pad, c.pool);
+      break;
+    default:
+      fail_unsupported(c.node.where() + ": dtype " + dtype_name(X.dtype()));
   }
   c.outputs[0] = Y;
 }

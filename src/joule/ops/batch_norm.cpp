@@ -12,7 +12,8 @@ std::string check(const ir::Node& n, int64_t opset) {
   if (n.attr_int("training_mode", 0) != 0) return "training_mode=1 (only inference is supported)";
   for (size_t i = 1; i < n.outputs.size(); ++i)
     if (!n.outputs[i].empty())
-      return "output " + std::to_string(i) + " (running statistics are only produced in training mode)";
+      return "output " + std::to_string(i) +
+             " (running statistics are only produced in training mode)";
   if (opset < 9 && n.attr_int("spatial", 1) == 0) return "spatial=0";
   return "";
 }
@@ -30,9 +31,11 @@ void infer(InferContext& c) {
     const ir::TensorType& p = c.in(i);
     if (!p.has_shape) continue;
     if (p.dims.size() != 1) fail(c.node.where() + ": input " + std::to_string(i) + " must be 1-D");
-    if (x.has_shape && x.dims[1].is_static() && p.dims[0].is_static() && p.dims[0].value != x.dims[1].value)
-      fail(c.node.where() + ": input " + std::to_string(i) + " has " + std::to_string(p.dims[0].value) +
-           " elements for " + std::to_string(x.dims[1].value) + " channels");
+    if (x.has_shape && x.dims[1].is_static() && p.dims[0].is_static() &&
+        p.dims[0].value != x.dims[1].value)
+      fail(c.node.where() + ": input " + std::to_string(i) + " has " +
+           std::to_string(p.dims[0].value) + " elements for " + std::to_string(x.dims[1].value) +
+           " channels");
   }
   c.out(0) = x;
   // Training-mode statistics (the kernel rejects them; typed here for graph inference).
@@ -41,8 +44,8 @@ void infer(InferContext& c) {
 }
 
 template <class T>
-void bn_kernel(const Tensor& X, const std::vector<double>& a, const std::vector<double>& b, Tensor& Y,
-               ThreadPool* pool) {
+void bn_kernel(const Tensor& X, const std::vector<double>& a, const std::vector<double>& b,
+               Tensor& Y, ThreadPool* pool) {
   const int64_t N = X.dim(0), C = X.dim(1);
   const int64_t plane = C == 0 || N == 0 ? 0 : X.numel() / (N * C);
   const T* x = X.data<T>();
@@ -56,8 +59,10 @@ void bn_kernel(const Tensor& X, const std::vector<double>& a, const std::vector<
       for (int64_t i = 0; i < plane; ++i) yp[i] = xp[i] * sa + sb;
     }
   };
-  if (pool) pool->parallel_for(N * C, body);
-  else body(0, N * C);
+  if (pool)
+    pool->parallel_for(N * C, body);
+  else
+    body(0, N * C);
 }
 
 void run(KernelContext& c) {
@@ -69,8 +74,8 @@ void run(KernelContext& c) {
   for (size_t i = 1; i < 5; ++i) {
     const Tensor& p = c.in(i);
     if (p.rank() != 1 || p.dim(0) != C)
-      fail(c.node.where() + ": input " + std::to_string(i) + " " + p.describe() + " does not match " +
-           std::to_string(C) + " channels");
+      fail(c.node.where() + ": input " + std::to_string(i) + " " + p.describe() +
+           " does not match " + std::to_string(C) + " channels");
   }
   const double eps = c.node.attr_float("epsilon", 1e-5f);
   std::vector<double> a(static_cast<size_t>(C)), b(static_cast<size_t>(C));
@@ -83,9 +88,14 @@ void run(KernelContext& c) {
   }
   Tensor Y(X.dtype(), X.shape());
   switch (X.dtype()) {
-    case DType::Float32: bn_kernel<float>(X, a, b, Y, c.pool); break;
-    case DType::Float64: bn_kernel<double>(X, a, b, Y, c.pool); break;
-    default: fail_unsupported(c.node.where() + ": dtype " + dtype_name(X.dtype()));
+    case DType::Float32:
+      bn_kernel<float>(X, a, b, Y, c.pool);
+      break;
+    case DType::Float64:
+      bn_kernel<double>(X, a, b, Y, c.pool);
+      break;
+    default:
+      fail_unsupported(c.node.where() + ": dtype " + dtype_name(X.dtype()));
   }
   c.outputs[0] = Y;
 }

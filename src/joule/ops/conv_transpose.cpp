@@ -25,7 +25,8 @@ Setup read_setup(const ir::Node& n, int nsp, const std::vector<int64_t>& w_kerne
   if (s.output_padding.size() != ns)
     fail(n.where() + ": output_padding needs " + std::to_string(ns) + " values");
   for (size_t i = 0; i < ns; ++i)
-    if (s.output_padding[i] < 0 || s.output_padding[i] >= std::max(s.g.strides[i], s.g.dilations[i]))
+    if (s.output_padding[i] < 0 ||
+        s.output_padding[i] >= std::max(s.g.strides[i], s.g.dilations[i]))
       fail(n.where() + ": output_padding must be in [0, max(stride, dilation))");
   s.output_shape.assign(ns, -1);
   if (n.has_attr("output_shape")) {
@@ -50,28 +51,30 @@ void infer(InferContext& c) {
   if (!x.has_shape) return;
   const size_t r = x.dims.size();
   if (r < 3) fail(c.node.where() + ": input rank " + std::to_string(r) + " < 3");
-  if (w.has_shape && w.dims.size() != r) fail(c.node.where() + ": weight rank does not match input rank");
+  if (w.has_shape && w.dims.size() != r)
+    fail(c.node.where() + ": weight rank does not match input rank");
   const int nsp = static_cast<int>(r) - 2;
   const std::vector<int64_t> wk =
       w.has_shape ? spatial_dims(w) : std::vector<int64_t>(static_cast<size_t>(nsp), -1);
   const Setup s = read_setup(c.node, nsp, wk);
   const int64_t cin = static_or(x, 1), wc = static_or(w, 0), wm = static_or(w, 1);
   if (cin >= 0 && wc >= 0 && cin != wc)
-    fail(c.node.where() + ": input has " + std::to_string(cin) + " channels, weight " + std::to_string(wc));
+    fail(c.node.where() + ": input has " + std::to_string(cin) + " channels, weight " +
+         std::to_string(wc));
   if (wc >= 0 && wc % s.group != 0) fail(c.node.where() + ": channels not divisible by group");
   o.has_shape = true;
   o.dims = {x.dims[0], wm >= 0 ? ir::Dim{wm * s.group, ""} : ir::Dim{}};
   for (int i = 0; i < nsp; ++i) {
-    const int64_t v = conv_transpose_out_dim(s.g, c.node, i, static_or(x, static_cast<size_t>(i) + 2),
-                                             s.output_padding[static_cast<size_t>(i)],
-                                             s.output_shape[static_cast<size_t>(i)]);
+    const int64_t v = conv_transpose_out_dim(
+        s.g, c.node, i, static_or(x, static_cast<size_t>(i) + 2),
+        s.output_padding[static_cast<size_t>(i)], s.output_shape[static_cast<size_t>(i)]);
     o.dims.push_back(v >= 0 ? ir::Dim{v, ""} : ir::Dim{});
   }
 }
 
 template <class T>
-void conv_transpose(const Tensor& X, const Tensor& W, const Tensor* B, Tensor& Y, const SpatialPlan& p,
-                    int64_t group, ThreadPool* pool) {
+void conv_transpose(const Tensor& X, const Tensor& W, const Tensor* B, Tensor& Y,
+                    const SpatialPlan& p, int64_t group, ThreadPool* pool) {
   const int64_t N = X.dim(0), C = X.dim(1), mg = W.dim(1), M = mg * group, cg = C / group;
   const int64_t in_plane = p.in_size(), out_plane = p.out_size(), kvol = p.k_size();
   const T* x = X.data<T>();
@@ -115,8 +118,10 @@ void conv_transpose(const Tensor& X, const Tensor& W, const Tensor* B, Tensor& Y
       }
     }
   };
-  if (pool) pool->parallel_for(N * M, body);
-  else body(0, N * M);
+  if (pool)
+    pool->parallel_for(N * M, body);
+  else
+    body(0, N * M);
 }
 
 void run(KernelContext& c) {
@@ -136,7 +141,8 @@ void run(KernelContext& c) {
          " with group " + std::to_string(s.group));
   const int64_t M = W.dim(1) * s.group;
   if (B && (B->rank() != 1 || B->dim(0) != M))
-    fail(c.node.where() + ": bias " + B->describe() + " does not match " + std::to_string(M) + " output channels");
+    fail(c.node.where() + ": bias " + B->describe() + " does not match " + std::to_string(M) +
+         " output channels");
   SpatialPlan p;
   for (int j = 0; j < 3; ++j) {
     p.in[j] = p.out[j] = p.k[j] = p.s[j] = p.d[j] = 1;
@@ -147,8 +153,8 @@ void run(KernelContext& c) {
     const int j = 3 - nsp + i;
     const size_t si = static_cast<size_t>(i);
     p.in[j] = X.dim(i + 2);
-    p.out[j] = conv_transpose_out_dim(s.g, c.node, i, p.in[j], s.output_padding[si], s.output_shape[si],
-                                      &p.pb[j], &p.pe[j]);
+    p.out[j] = conv_transpose_out_dim(s.g, c.node, i, p.in[j], s.output_padding[si],
+                                      s.output_shape[si], &p.pb[j], &p.pe[j]);
     p.k[j] = s.g.kernel[si];
     p.s[j] = s.g.strides[si];
     p.d[j] = s.g.dilations[si];
@@ -156,9 +162,14 @@ void run(KernelContext& c) {
   }
   Tensor Y(X.dtype(), ys);
   switch (X.dtype()) {
-    case DType::Float32: conv_transpose<float>(X, W, B, Y, p, s.group, c.pool); break;
-    case DType::Float64: conv_transpose<double>(X, W, B, Y, p, s.group, c.pool); break;
-    default: fail_unsupported(c.node.where() + ": dtype " + dtype_name(X.dtype()));
+    case DType::Float32:
+      conv_transpose<float>(X, W, B, Y, p, s.group, c.pool);
+      break;
+    case DType::Float64:
+      conv_transpose<double>(X, W, B, Y, p, s.group, c.pool);
+      break;
+    default:
+      fail_unsupported(c.node.where() + ": dtype " + dtype_name(X.dtype()));
   }
   c.outputs[0] = Y;
 }
@@ -167,8 +178,10 @@ Cost cost(const CostContext& c) {
   Cost r;
   if (c.in.size() >= 2 && c.in[1].size() >= 2) {
     // every input element meets (M/group) * kernel volume weights
-    r.macs = nn::numel_d(c.in[0]) * nn::numel_d(c.in[1]) / static_cast<double>(std::max<int64_t>(1, c.in[1][0]));
-    const bool bias = c.in.size() >= 3 && c.in_types.size() >= 3 && c.in_types[2] != DType::Undefined;
+    r.macs = nn::numel_d(c.in[0]) * nn::numel_d(c.in[1]) /
+             static_cast<double>(std::max<int64_t>(1, c.in[1][0]));
+    const bool bias =
+        c.in.size() >= 3 && c.in_types.size() >= 3 && c.in_types[2] != DType::Undefined;
     r.flops = 2 * r.macs + (bias && !c.out.empty() ? nn::numel_d(c.out[0]) : 0);
   }
   r.bytes = nn::io_bytes(c);

@@ -30,11 +30,11 @@ inline int64_t floor_div(int64_t a, int64_t b) {
 inline int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
 
 struct ConvGeometry {
-  int nsp = 0;                    // number of spatial dims
-  std::vector<int64_t> kernel;    // -1: unknown (inference only)
-  std::vector<int64_t> strides;   // all > 0
-  std::vector<int64_t> dilations; // all > 0
-  std::vector<int64_t> pads;      // [begin_0..begin_{n-1}, end_0..end_{n-1}] (attribute)
+  int nsp = 0;                     // number of spatial dims
+  std::vector<int64_t> kernel;     // -1: unknown (inference only)
+  std::vector<int64_t> strides;    // all > 0
+  std::vector<int64_t> dilations;  // all > 0
+  std::vector<int64_t> pads;       // [begin_0..begin_{n-1}, end_0..end_{n-1}] (attribute)
   AutoPad auto_pad = AutoPad::NotSet;
   bool ceil_mode = false;
 
@@ -164,7 +164,8 @@ inline void valid_out_range(int64_t in, int64_t out, int64_t s, int64_t koff, in
 // Spatial dims of an inference type from index 2 on (-1 for symbolic ones).
 inline std::vector<int64_t> spatial_dims(const ir::TensorType& t) {
   std::vector<int64_t> r;
-  for (size_t i = 2; i < t.dims.size(); ++i) r.push_back(t.dims[i].is_static() ? t.dims[i].value : -1);
+  for (size_t i = 2; i < t.dims.size(); ++i)
+    r.push_back(t.dims[i].is_static() ? t.dims[i].value : -1);
   return r;
 }
 
@@ -182,8 +183,8 @@ inline std::vector<ir::Dim> conv_out_dims(const ConvGeometry& g, const ir::Node&
       continue;
     }
     const bool same = g.auto_pad == AutoPad::SameUpper || g.auto_pad == AutoPad::SameLower;
-    const bool no_pad = g.auto_pad == AutoPad::Valid ||
-                        (g.pads[i] == 0 && g.pads[g.nsp + i] == 0) || same;
+    const bool no_pad =
+        g.auto_pad == AutoPad::Valid || (g.pads[i] == 0 && g.pads[g.nsp + i] == 0) || same;
     const bool identity = g.strides[i] == 1 && (same || (g.eff_kernel(i) == 1 && no_pad));
     r.push_back(identity ? d : ir::Dim{});
   }

@@ -10,13 +10,15 @@ namespace {
 
 void infer(InferContext& c) {
   const ir::TensorType& a = c.in(1);
-  if (a.has_shape && !(a.dims.empty() || (a.dims.size() == 1 && a.dims[0].is_static() && a.dims[0].value == 1)))
+  if (a.has_shape &&
+      !(a.dims.empty() || (a.dims.size() == 1 && a.dims[0].is_static() && a.dims[0].value == 1)))
     fail(c.node.where() + ": axis must be a scalar, got " + a.str());
   infer_same_as_input(c);
 }
 
 template <class T>
-void cumsum(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, bool exclusive, bool reverse) {
+void cumsum(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, bool exclusive,
+            bool reverse) {
   using U = nn::MacType<T>;  // integer sums wrap around
   std::vector<U> acc(static_cast<size_t>(inner));
   for (int64_t o = 0; o < outer; ++o) {
@@ -43,7 +45,8 @@ void run(KernelContext& c) {
   if (nn::run_half_as_float(c, run)) return;
   const Tensor& X = c.in(0);
   const Tensor& A = c.in(1);
-  if (A.numel() != 1 || A.rank() > 1) fail(c.node.where() + ": axis must be a scalar, got " + A.describe());
+  if (A.numel() != 1 || A.rank() > 1)
+    fail(c.node.where() + ": axis must be a scalar, got " + A.describe());
   if (A.dtype() != DType::Int32 && A.dtype() != DType::Int64)
     fail(c.node.where() + ": axis must be int32 or int64");
   const int64_t axis = normalize_axis(A.value_as_int(0), X.rank(), c.node);
@@ -52,11 +55,13 @@ void run(KernelContext& c) {
     if (d < axis) outer *= X.dim(d);
     if (d > axis) inner *= X.dim(d);
   }
-  const bool exclusive = c.node.attr_int("exclusive", 0) != 0, reverse = c.node.attr_int("reverse", 0) != 0;
+  const bool exclusive = c.node.attr_int("exclusive", 0) != 0,
+             reverse = c.node.attr_int("reverse", 0) != 0;
   Tensor Y(X.dtype(), X.shape());
   visit_numeric(X.dtype(), c.node.where().c_str(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    cumsum<T>(X.data<T>(), Y.data<T>(), outer, X.dim(static_cast<int>(axis)), inner, exclusive, reverse);
+    cumsum<T>(X.data<T>(), Y.data<T>(), outer, X.dim(static_cast<int>(axis)), inner, exclusive,
+              reverse);
   });
   c.outputs[0] = Y;
 }

@@ -38,7 +38,8 @@ Term parse_term(const std::string& s, const ir::Node& n) {
       continue;
     }
     const int id = letter_id(s[i]);
-    if (id < 0) fail(n.where() + ": invalid character '" + std::string(1, s[i]) + "' in einsum equation");
+    if (id < 0)
+      fail(n.where() + ": invalid character '" + std::string(1, s[i]) + "' in einsum equation");
     (t.ellipsis ? t.letters_after : t.letters_before).push_back(id);
   }
   return t;
@@ -50,7 +51,8 @@ struct Equation {
   int num_labels = kLetters;
 };
 
-Equation parse_equation(const std::string& eq_in, const std::vector<int64_t>& ranks, const ir::Node& n) {
+Equation parse_equation(const std::string& eq_in, const std::vector<int64_t>& ranks,
+                        const ir::Node& n) {
   std::string eq;
   for (char ch : eq_in)
     if (ch != ' ') eq += ch;
@@ -60,20 +62,23 @@ Equation parse_equation(const std::string& eq_in, const std::vector<int64_t>& ra
   size_t start = 0;
   while (true) {
     const size_t comma = lhs.find(',', start);
-    terms.push_back(parse_term(lhs.substr(start, comma == std::string::npos ? std::string::npos : comma - start), n));
+    terms.push_back(parse_term(
+        lhs.substr(start, comma == std::string::npos ? std::string::npos : comma - start), n));
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
   if (terms.size() != ranks.size())
-    fail(n.where() + ": einsum equation '" + eq_in + "' has " + std::to_string(terms.size()) + " terms for " +
-         std::to_string(ranks.size()) + " inputs");
+    fail(n.where() + ": einsum equation '" + eq_in + "' has " + std::to_string(terms.size()) +
+         " terms for " + std::to_string(ranks.size()) + " inputs");
   // ellipsis ranks
   std::vector<int64_t> erank(terms.size(), 0);
   int64_t E = 0;
   for (size_t i = 0; i < terms.size(); ++i) {
-    const int64_t letters = static_cast<int64_t>(terms[i].letters_before.size() + terms[i].letters_after.size());
+    const int64_t letters =
+        static_cast<int64_t>(terms[i].letters_before.size() + terms[i].letters_after.size());
     if (terms[i].ellipsis ? letters > ranks[i] : letters != ranks[i])
-      fail(n.where() + ": einsum term " + std::to_string(i) + " does not match input rank " + std::to_string(ranks[i]));
+      fail(n.where() + ": einsum term " + std::to_string(i) + " does not match input rank " +
+           std::to_string(ranks[i]));
     erank[i] = terms[i].ellipsis ? ranks[i] - letters : 0;
     E = std::max(E, erank[i]);
   }
@@ -82,7 +87,8 @@ Equation parse_equation(const std::string& eq_in, const std::vector<int64_t>& ra
   std::vector<int> count(static_cast<size_t>(r.num_labels), 0);
   for (size_t i = 0; i < terms.size(); ++i) {
     std::vector<int> labels = terms[i].letters_before;
-    for (int64_t t = 0; t < erank[i]; ++t) labels.push_back(kLetters + static_cast<int>(E - erank[i] + t));
+    for (int64_t t = 0; t < erank[i]; ++t)
+      labels.push_back(kLetters + static_cast<int>(E - erank[i] + t));
     labels.insert(labels.end(), terms[i].letters_after.begin(), terms[i].letters_after.end());
     for (int l : labels) ++count[static_cast<size_t>(l)];
     r.in_labels.push_back(labels);
@@ -100,7 +106,8 @@ Equation parse_equation(const std::string& eq_in, const std::vector<int64_t>& ra
     std::vector<bool> seen(static_cast<size_t>(r.num_labels), false);
     for (int l : r.out_labels) {
       if (l < kLetters && count[static_cast<size_t>(l)] == 0)
-        fail(n.where() + ": einsum output label '" + std::string(1, l < 26 ? char('A' + l) : char('a' + l - 26)) +
+        fail(n.where() + ": einsum output label '" +
+             std::string(1, l < 26 ? char('A' + l) : char('a' + l - 26)) +
              "' does not appear in the inputs");
       if (seen[static_cast<size_t>(l)]) fail(n.where() + ": repeated label in the einsum output");
       seen[static_cast<size_t>(l)] = true;
@@ -110,7 +117,8 @@ Equation parse_equation(const std::string& eq_in, const std::vector<int64_t>& ra
 }
 
 // Label sizes from concrete shapes; size-1 ellipsis dims broadcast.
-std::vector<int64_t> label_sizes(const Equation& e, const std::vector<Shape>& shapes, const ir::Node& n) {
+std::vector<int64_t> label_sizes(const Equation& e, const std::vector<Shape>& shapes,
+                                 const ir::Node& n) {
   std::vector<int64_t> sz(static_cast<size_t>(e.num_labels), -1);
   for (size_t i = 0; i < shapes.size(); ++i)
     for (size_t d = 0; d < shapes[i].size(); ++d) {
@@ -119,7 +127,8 @@ std::vector<int64_t> label_sizes(const Equation& e, const std::vector<Shape>& sh
       if (sz[l] < 0 || (sz[l] == 1 && l >= kLetters)) {
         sz[l] = s;
       } else if (s != sz[l] && !(s == 1 && l >= kLetters)) {
-        fail(n.where() + ": einsum label sizes differ (" + std::to_string(s) + " vs " + std::to_string(sz[l]) + ")");
+        fail(n.where() + ": einsum label sizes differ (" + std::to_string(s) + " vs " +
+             std::to_string(sz[l]) + ")");
       }
     }
   return sz;
@@ -149,7 +158,8 @@ void infer(InferContext& c) {
       const size_t l = static_cast<size_t>(e.in_labels[i][d]);
       const ir::Dim& dim = c.in(i).dims[d];
       const bool is_one = dim.is_static() && dim.value == 1;
-      if (!set[l] || (dims[l].is_static() && dims[l].value == 1 && !is_one) || (!dims[l].is_static() && dim.is_static() && !is_one)) {
+      if (!set[l] || (dims[l].is_static() && dims[l].value == 1 && !is_one) ||
+          (!dims[l].is_static() && dim.is_static() && !is_one)) {
         dims[l] = dim;
         set[l] = true;
       }
@@ -172,7 +182,8 @@ std::vector<int64_t> label_strides(const std::vector<int>& labels, const Shape& 
 
 // dst[i] = src[offset of i] iterating row-major over `sizes` with the given strides.
 template <class T>
-void gather(const T* src, T* dst, const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+void gather(const T* src, T* dst, const std::vector<int64_t>& sizes,
+            const std::vector<int64_t>& strides) {
   const int64_t n = shape_numel(sizes);
   std::vector<int64_t> idx(sizes.size(), 0);
   int64_t off = 0;
@@ -188,13 +199,14 @@ void gather(const T* src, T* dst, const std::vector<int64_t>& sizes, const std::
 }
 
 template <class T>
-void einsum_generic(const Equation& e, const std::vector<const Tensor*>& in, const std::vector<int64_t>& sz,
-                    Tensor& Y) {
+void einsum_generic(const Equation& e, const std::vector<const Tensor*>& in,
+                    const std::vector<int64_t>& sz, Tensor& Y) {
   using U = nn::MacType<T>;
   // loop labels: output labels (outer), then the summed ones (inner)
   std::vector<int> loop = e.out_labels;
   for (int l = 0; l < e.num_labels; ++l)
-    if (sz[static_cast<size_t>(l)] >= 0 && std::find(loop.begin(), loop.end(), l) == loop.end()) loop.push_back(l);
+    if (sz[static_cast<size_t>(l)] >= 0 && std::find(loop.begin(), loop.end(), l) == loop.end())
+      loop.push_back(l);
   const size_t nout = e.out_labels.size(), nl = loop.size(), nin = in.size();
   std::vector<int64_t> sizes(nl);
   for (size_t j = 0; j < nl; ++j) sizes[j] = sz[static_cast<size_t>(loop[j])];
@@ -237,8 +249,8 @@ void einsum_generic(const Equation& e, const std::vector<const Tensor*>& in, con
 }
 
 template <class T>
-void einsum_two(const Equation& e, const Tensor& A, const Tensor& B, const std::vector<int64_t>& sz, Tensor& Y,
-                ThreadPool* pool) {
+void einsum_two(const Equation& e, const Tensor& A, const Tensor& B, const std::vector<int64_t>& sz,
+                Tensor& Y, ThreadPool* pool) {
   const std::vector<int64_t> sa = label_strides(e.in_labels[0], A.shape(), sz, e.num_labels);
   const std::vector<int64_t> sb = label_strides(e.in_labels[1], B.shape(), sz, e.num_labels);
   std::vector<bool> in_a(static_cast<size_t>(e.num_labels)), in_b(in_a), in_o(in_a);
@@ -260,7 +272,8 @@ void einsum_two(const Equation& e, const Tensor& A, const Tensor& B, const std::
       for (int l : *g) r.push_back(sz[static_cast<size_t>(l)]);
     return r;
   };
-  auto strides_of = [&](const std::vector<int64_t>& st, std::initializer_list<const std::vector<int>*> groups) {
+  auto strides_of = [&](const std::vector<int64_t>& st,
+                        std::initializer_list<const std::vector<int>*> groups) {
     std::vector<int64_t> r;
     for (auto* g : groups)
       for (int l : *g) r.push_back(st[static_cast<size_t>(l)]);
@@ -281,7 +294,8 @@ void einsum_two(const Equation& e, const Tensor& A, const Tensor& B, const std::
   // pc is [batch..., m..., n...]; the output's dims are the same labels in output order
   std::vector<int64_t> out_st(static_cast<size_t>(e.num_labels), 0);
   const std::vector<int64_t> ys = shape_strides(Y.shape());
-  for (size_t d = 0; d < e.out_labels.size(); ++d) out_st[static_cast<size_t>(e.out_labels[d])] = ys[d];
+  for (size_t d = 0; d < e.out_labels.size(); ++d)
+    out_st[static_cast<size_t>(e.out_labels[d])] = ys[d];
   // gather from the output's point of view: Y[...] = pc[...] with pc strides per output label
   std::vector<int64_t> pc_st(static_cast<size_t>(e.num_labels), 0);
   {

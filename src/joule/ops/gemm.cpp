@@ -17,7 +17,8 @@ void infer(InferContext& c) {
   if ((a.has_shape && a.dims.size() != 2) || (b.has_shape && b.dims.size() != 2))
     fail(c.node.where() + ": A and B must be 2-D, got " + a.str() + " and " + b.str());
   o.has_shape = true;
-  o.dims = {a.has_shape ? a.dims[ta ? 1 : 0] : ir::Dim{}, b.has_shape ? b.dims[tb ? 0 : 1] : ir::Dim{}};
+  o.dims = {a.has_shape ? a.dims[ta ? 1 : 0] : ir::Dim{},
+            b.has_shape ? b.dims[tb ? 0 : 1] : ir::Dim{}};
   if (a.has_shape && b.has_shape) {
     const ir::Dim& ka = a.dims[ta ? 0 : 1];
     const ir::Dim& kb = b.dims[tb ? 1 : 0];
@@ -69,7 +70,8 @@ void run(KernelContext& c) {
   const bool ta = c.node.attr_int("transA", 0) != 0, tb = c.node.attr_int("transB", 0) != 0;
   const int64_t M = ta ? A.dim(1) : A.dim(0), K = ta ? A.dim(0) : A.dim(1);
   const int64_t Kb = tb ? B.dim(1) : B.dim(0), N = tb ? B.dim(0) : B.dim(1);
-  if (K != Kb) fail(c.node.where() + ": inner dimensions differ: " + A.describe() + " x " + B.describe());
+  if (K != Kb)
+    fail(c.node.where() + ": inner dimensions differ: " + A.describe() + " x " + B.describe());
   if (C) {
     const Shape& cs = C->shape();
     bool ok = cs.size() <= 2;
@@ -95,7 +97,8 @@ Cost cost(const CostContext& c) {
   if (c.in.size() >= 2 && c.in[0].size() == 2 && !c.out.empty()) {
     const bool ta = c.node.attr_int("transA", 0) != 0;
     r.macs = nn::numel_d(c.out[0]) * static_cast<double>(c.in[0][ta ? 0 : 1]);
-    const bool has_c = c.in.size() >= 3 && c.in_types.size() >= 3 && c.in_types[2] != DType::Undefined;
+    const bool has_c =
+        c.in.size() >= 3 && c.in_types.size() >= 3 && c.in_types[2] != DType::Undefined;
     r.flops = 2 * r.macs + nn::numel_d(c.out[0]) * (has_c ? 3 : 1);
   }
   r.bytes = nn::io_bytes(c);

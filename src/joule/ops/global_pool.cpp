@@ -47,8 +47,10 @@ void global_pool(const Tensor& X, Tensor& Y, Kind kind, double pw, ThreadPool* p
       }
     }
   };
-  if (pool) pool->parallel_for(planes, body);
-  else body(0, planes);
+  if (pool)
+    pool->parallel_for(planes, body);
+  else
+    body(0, planes);
 }
 
 template <Kind K>
@@ -61,9 +63,14 @@ void run(KernelContext& c) {
   const double pw = static_cast<double>(c.node.attr_float("p", 2.f));
   Tensor Y(X.dtype(), ys);
   switch (X.dtype()) {
-    case DType::Float32: global_pool<float>(X, Y, K, pw, c.pool); break;
-    case DType::Float64: global_pool<double>(X, Y, K, pw, c.pool); break;
-    default: fail_unsupported(c.node.where() + ": dtype " + dtype_name(X.dtype()));
+    case DType::Float32:
+      global_pool<float>(X, Y, K, pw, c.pool);
+      break;
+    case DType::Float64:
+      global_pool<double>(X, Y, K, pw, c.pool);
+      break;
+    default:
+      fail_unsupported(c.node.where() + ": dtype " + dtype_name(X.dtype()));
   }
   c.outputs[0] = Y;
 }

@@ -9,16 +9,19 @@ namespace {
 
 void infer(InferContext& c) {
   const ir::TensorType& x = c.in(0);
-  if (x.has_shape && x.dims.size() < 2) fail(c.node.where() + ": input rank must be >= 2, got " + x.str());
+  if (x.has_shape && x.dims.size() < 2)
+    fail(c.node.where() + ": input rank must be >= 2, got " + x.str());
   for (size_t i = 1; i < 3; ++i) {
     const ir::TensorType& p = c.in(i);
-    if (p.has_shape && p.dims.size() != 1) fail(c.node.where() + ": input " + std::to_string(i) + " must be 1-D");
+    if (p.has_shape && p.dims.size() != 1)
+      fail(c.node.where() + ": input " + std::to_string(i) + " must be 1-D");
   }
   c.out(0) = x;
 }
 
 template <class T>
-void instance_norm(const Tensor& X, const Tensor& S, const Tensor& B, Tensor& Y, double eps, ThreadPool* pool) {
+void instance_norm(const Tensor& X, const Tensor& S, const Tensor& B, Tensor& Y, double eps,
+                   ThreadPool* pool) {
   const int64_t N = X.dim(0), C = X.dim(1);
   const int64_t plane = N * C == 0 ? 0 : X.numel() / (N * C);
   const T* x = X.data<T>();
@@ -38,11 +41,14 @@ void instance_norm(const Tensor& X, const Tensor& S, const Tensor& B, Tensor& Y,
       }
       const double a = S.value_as_double(ch) / std::sqrt(v / static_cast<double>(plane) + eps);
       const double b = B.value_as_double(ch) - mean * a;
-      for (int64_t i = 0; i < plane; ++i) yp[i] = static_cast<T>(static_cast<double>(xp[i]) * a + b);
+      for (int64_t i = 0; i < plane; ++i)
+        yp[i] = static_cast<T>(static_cast<double>(xp[i]) * a + b);
     }
   };
-  if (pool) pool->parallel_for(N * C, body);
-  else body(0, N * C);
+  if (pool)
+    pool->parallel_for(N * C, body);
+  else
+    body(0, N * C);
 }
 
 void run(KernelContext& c) {
@@ -53,13 +59,19 @@ void run(KernelContext& c) {
   if (X.rank() < 2) fail(c.node.where() + ": input rank must be >= 2, got " + X.describe());
   for (const Tensor* p : {&S, &B})
     if (p->rank() != 1 || p->dim(0) != X.dim(1))
-      fail(c.node.where() + ": scale/bias " + p->describe() + " does not match " + std::to_string(X.dim(1)) + " channels");
+      fail(c.node.where() + ": scale/bias " + p->describe() + " does not match " +
+           std::to_string(X.dim(1)) + " channels");
   const double eps = c.node.attr_float("epsilon", 1e-5f);
   Tensor Y(X.dtype(), X.shape());
   switch (X.dtype()) {
-    case DType::Float32: instance_norm<float>(X, S, B, Y, eps, c.pool); break;
-    case DType::Float64: instance_norm<double>(X, S, B, Y, eps, c.pool); break;
-    default: fail_unsupported(c.node.where() + ": dtype " + dtype_name(X.dtype()));
+    case DType::Float32:
+      instance_norm<float>(X, S, B, Y, eps, c.pool);
+      break;
+    case DType::Float64:
+      instance_norm<double>(X, S, B, Y, eps, c.pool);
+      break;
+    default:
+      fail_unsupported(c.node.where() + ": dtype " + dtype_name(X.dtype()));
   }
   c.outputs[0] = Y;
 }

@@ -12,11 +12,16 @@ namespace {
 DType stash_dtype(const ir::Node& n) {
   const int64_t st = n.attr_int("stash_type", 1);
   switch (st) {
-    case 1: return DType::Float32;
-    case 10: return DType::Float16;
-    case 11: return DType::Float64;
-    case 16: return DType::BFloat16;
-    default: break;
+    case 1:
+      return DType::Float32;
+    case 10:
+      return DType::Float16;
+    case 11:
+      return DType::Float64;
+    case 16:
+      return DType::BFloat16;
+    default:
+      break;
   }
   fail(n.where() + ": unsupported stash_type " + std::to_string(st));
 }
@@ -37,7 +42,8 @@ void infer(InferContext& c) {
 }
 
 // A broadcastable parameter expanded to the `inner` normalised elements (as double).
-std::vector<double> expand_param(const KernelContext& c, size_t i, const Shape& norm_shape, double def) {
+std::vector<double> expand_param(const KernelContext& c, size_t i, const Shape& norm_shape,
+                                 double def) {
   const int64_t inner = shape_numel(norm_shape);
   std::vector<double> r(static_cast<size_t>(inner), def);
   if (!c.has(i)) return r;
@@ -73,14 +79,17 @@ void layer_norm(const Tensor& X, Tensor& Y, double* mean_out, double* inv_out, i
       }
       const double inv = 1.0 / std::sqrt(v / static_cast<double>(inner) + eps);
       for (int64_t j = 0; j < inner; ++j)
-        yp[j] = static_cast<T>((static_cast<double>(xp[j]) - mean) * inv * scale[static_cast<size_t>(j)] +
+        yp[j] = static_cast<T>((static_cast<double>(xp[j]) - mean) * inv *
+                                   scale[static_cast<size_t>(j)] +
                                bias[static_cast<size_t>(j)]);
       mean_out[o] = mean;
       inv_out[o] = inv;
     }
   };
-  if (pool) pool->parallel_for(outer, body);
-  else body(0, outer);
+  if (pool)
+    pool->parallel_for(outer, body);
+  else
+    body(0, outer);
 }
 
 void run(KernelContext& c) {
@@ -99,9 +108,14 @@ void run(KernelContext& c) {
   Tensor Y(X.dtype(), X.shape());
   std::vector<double> mean(static_cast<size_t>(outer)), inv(static_cast<size_t>(outer));
   switch (X.dtype()) {
-    case DType::Float32: layer_norm<float>(X, Y, mean.data(), inv.data(), outer, inner, scale, bias, eps, c.pool); break;
-    case DType::Float64: layer_norm<double>(X, Y, mean.data(), inv.data(), outer, inner, scale, bias, eps, c.pool); break;
-    default: fail_unsupported(c.node.where() + ": dtype " + dtype_name(X.dtype()));
+    case DType::Float32:
+      layer_norm<float>(X, Y, mean.data(), inv.data(), outer, inner, scale, bias, eps, c.pool);
+      break;
+    case DType::Float64:
+      layer_norm<double>(X, Y, mean.data(), inv.data(), outer, inner, scale, bias, eps, c.pool);
+      break;
+    default:
+      fail_unsupported(c.node.where() + ": dtype " + dtype_name(X.dtype()));
   }
   c.outputs[0] = X0.dtype() == X.dtype() ? Y : Y.cast(X0.dtype());
   Shape st_shape = X.shape();

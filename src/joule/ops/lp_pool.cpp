@@ -14,17 +14,18 @@ void lp_pool(const Tensor& X, Tensor& Y, const SpatialPlan& p, double pw, Thread
   const T* x = X.data<T>();
   T* y = Y.data<T>();
   const int64_t in_plane = p.in_size(), out_plane = p.out_size();
-  for_each_pool_window(p, X.dim(0) * X.dim(1), pool, [&](int64_t t, int64_t o, const PoolWindow& w) {
-    const T* xp = x + t * in_plane;
-    double sum = 0;
-    for (int64_t a = 0, id = w.first[0]; a < w.count[0]; ++a, id += w.step[0])
-      for (int64_t b = 0, ih = w.first[1]; b < w.count[1]; ++b, ih += w.step[1]) {
-        const T* row = xp + (id * p.in[1] + ih) * p.in[2];
-        for (int64_t e = 0, iw = w.first[2]; e < w.count[2]; ++e, iw += w.step[2])
-          sum += std::pow(std::abs(static_cast<double>(row[iw])), pw);
-      }
-    y[t * out_plane + o] = static_cast<T>(std::pow(sum, 1.0 / pw));
-  });
+  for_each_pool_window(
+      p, X.dim(0) * X.dim(1), pool, [&](int64_t t, int64_t o, const PoolWindow& w) {
+        const T* xp = x + t * in_plane;
+        double sum = 0;
+        for (int64_t a = 0, id = w.first[0]; a < w.count[0]; ++a, id += w.step[0])
+          for (int64_t b = 0, ih = w.first[1]; b < w.count[1]; ++b, ih += w.step[1]) {
+            const T* row = xp + (id * p.in[1] + ih) * p.in[2];
+            for (int64_t e = 0, iw = w.first[2]; e < w.count[2]; ++e, iw += w.step[2])
+              sum += std::pow(std::abs(static_cast<double>(row[iw])), pw);
+          }
+        y[t * out_plane + o] = static_cast<T>(std::pow(sum, 1.0 / pw));
+      });
 }
 
 void run(KernelContext& c) {
@@ -36,9 +37,14 @@ void run(KernelContext& c) {
   if (!(pw > 0)) fail(c.node.where() + ": p must be positive");
   Tensor Y(X.dtype(), ys);
   switch (X.dtype()) {
-    case DType::Float32: lp_pool<float>(X, Y, p, pw, c.pool); break;
-    case DType::Float64: lp_pool<double>(X, Y, p, pw, c.pool); break;
-    default: fail_unsupported(c.node.where() + ": dtype " + dtype_name(X.dtype()));
+    case DType::Float32:
+      lp_pool<float>(X, Y, p, pw, c.pool);
+      break;
+    case DType::Float64:
+      lp_pool<double>(X, Y, p, pw, c.pool);
+      break;
+    default:
+      fail_unsupported(c.node.where() + ": dtype " + dtype_name(X.dtype()));
   }
   c.outputs[0] = Y;
 }

@@ -11,13 +11,15 @@ namespace {
 
 void infer(InferContext& c) {
   const ir::TensorType& x = c.in(0);
-  if (x.has_shape && x.dims.size() < 2) fail(c.node.where() + ": input rank must be >= 2, got " + x.str());
+  if (x.has_shape && x.dims.size() < 2)
+    fail(c.node.where() + ": input rank must be >= 2, got " + x.str());
   if (c.node.attr_int("size", 0) <= 0) fail(c.node.where() + ": attribute 'size' must be positive");
   c.out(0) = x;
 }
 
 template <class T>
-void lrn(const Tensor& X, Tensor& Y, int64_t size, double alpha, double beta, double bias, ThreadPool* pool) {
+void lrn(const Tensor& X, Tensor& Y, int64_t size, double alpha, double beta, double bias,
+         ThreadPool* pool) {
   const int64_t N = X.dim(0), C = X.dim(1);
   const int64_t plane = N * C == 0 ? 0 : X.numel() / (N * C);
   const int64_t lo = (size - 1) / 2, hi = size - 1 - lo;
@@ -30,17 +32,21 @@ void lrn(const Tensor& X, Tensor& Y, int64_t size, double alpha, double beta, do
       std::fill(sq.begin(), sq.end(), 0.0);
       for (int64_t c2 = std::max<int64_t>(0, ch - lo); c2 <= std::min(C - 1, ch + hi); ++c2) {
         const T* xp = x + (n * C + c2) * plane;
-        for (int64_t i = 0; i < plane; ++i) sq[static_cast<size_t>(i)] += static_cast<double>(xp[i]) * static_cast<double>(xp[i]);
+        for (int64_t i = 0; i < plane; ++i)
+          sq[static_cast<size_t>(i)] += static_cast<double>(xp[i]) * static_cast<double>(xp[i]);
       }
       const T* xp = x + t * plane;
       T* yp = y + t * plane;
       const double k = alpha / static_cast<double>(size);
       for (int64_t i = 0; i < plane; ++i)
-        yp[i] = static_cast<T>(static_cast<double>(xp[i]) / std::pow(bias + k * sq[static_cast<size_t>(i)], beta));
+        yp[i] = static_cast<T>(static_cast<double>(xp[i]) /
+                               std::pow(bias + k * sq[static_cast<size_t>(i)], beta));
     }
   };
-  if (pool) pool->parallel_for(N * C, body);
-  else body(0, N * C);
+  if (pool)
+    pool->parallel_for(N * C, body);
+  else
+    body(0, N * C);
 }
 
 void run(KernelContext& c) {
@@ -53,9 +59,14 @@ void run(KernelContext& c) {
   const double bias = c.node.attr_float("bias", 1.f);
   Tensor Y(X.dtype(), X.shape());
   switch (X.dtype()) {
-    case DType::Float32: lrn<float>(X, Y, size, alpha, beta, bias, c.pool); break;
-    case DType::Float64: lrn<double>(X, Y, size, alpha, beta, bias, c.pool); break;
-    default: fail_unsupported(c.node.where() + ": dtype " + dtype_name(X.dtype()));
+    case DType::Float32:
+      lrn<float>(X, Y, size, alpha, beta, bias, c.pool);
+      break;
+    case DType::Float64:
+      lrn<double>(X, Y, size, alpha, beta, bias, c.pool);
+      break;
+    default:
+      fail_unsupported(c.node.where() + ": dtype " + dtype_name(X.dtype()));
   }
   c.outputs[0] = Y;
 }

@@ -13,7 +13,8 @@ void infer(InferContext& c) {
   o = ir::TensorType{};
   o.dtype = a.dtype;
   if (!a.has_shape || !b.has_shape) return;
-  if (a.dims.empty() || b.dims.empty()) fail(c.node.where() + ": MatMul operands must not be scalars");
+  if (a.dims.empty() || b.dims.empty())
+    fail(c.node.where() + ": MatMul operands must not be scalars");
   std::vector<ir::Dim> ad = a.dims, bd = b.dims;
   const bool a1 = ad.size() == 1, b1 = bd.size() == 1;
   if (a1) ad.insert(ad.begin(), ir::Dim{1, ""});
@@ -36,7 +37,8 @@ void run(KernelContext& c) {
   const Tensor& A = c.in(0);
   const Tensor& B = c.in(1);
   nn::check_same_dtypes(c, 0, 2);
-  if (A.rank() == 0 || B.rank() == 0) fail(c.node.where() + ": MatMul operands must not be scalars");
+  if (A.rank() == 0 || B.rank() == 0)
+    fail(c.node.where() + ": MatMul operands must not be scalars");
   Shape as = A.shape(), bs = B.shape();
   const bool a1 = as.size() == 1, b1 = bs.size() == 1;
   if (a1) as.insert(as.begin(), 1);

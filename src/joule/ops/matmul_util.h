@@ -32,7 +32,18 @@ void matmul_rows(const T* a, const T* b, T* c, int64_t m0, int64_t m1, int64_t K
     for (int64_t i = m0; i < m1; ++i) {
       U* cr = reinterpret_cast<U*>(c + i * N);
       const T* ar = a + i * K;
-      for (int64_t k = k0; k < k1; ++k) {
+      int64_t k = k0;
+      // four rows of B per pass: one load/store of the output row per 4 multiply-adds
+      for (; k + 4 <= k1; k += 4) {
+        const U a0 = static_cast<U>(ar[k]), a1 = static_cast<U>(ar[k + 1]);
+        const U a2 = static_cast<U>(ar[k + 2]), a3 = static_cast<U>(ar[k + 3]);
+        const U* b0 = reinterpret_cast<const U*>(b + k * N);
+        const U* b1 = b0 + N;
+        const U* b2 = b1 + N;
+        const U* b3 = b2 + N;
+        for (int64_t j = 0; j < N; ++j) cr[j] += a0 * b0[j] + a1 * b1[j] + a2 * b2[j] + a3 * b3[j];
+      }
+      for (; k < k1; ++k) {
         const U av = static_cast<U>(ar[k]);
         const U* br = reinterpret_cast<const U*>(b + k * N);
         for (int64_t j = 0; j < N; ++j) cr[j] += av * br[j];
@@ -60,8 +71,10 @@ void batched_matmul(const T* a, const T* b, T* c, const std::vector<int64_t>& a_
       r += i1 - i0;
     }
   };
-  if (pool) pool->parallel_for(total, body);
-  else body(0, total);
+  if (pool)
+    pool->parallel_for(total, body);
+  else
+    body(0, total);
 }
 
 }  // namespace joule::ops::nn

@@ -24,41 +24,42 @@ void max_pool(const Tensor& X, Tensor& Y, Tensor* I, const SpatialPlan& p, bool 
   int64_t* ind = I ? I->data<int64_t>() : nullptr;
   const int64_t in_plane = p.in_size(), out_plane = p.out_size();
   const int nsp = X.rank() - 2;
-  for_each_pool_window(p, X.dim(0) * X.dim(1), pool, [&](int64_t t, int64_t o, const PoolWindow& w) {
-    const T* xp = x + t * in_plane;
-    T best = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
-                                                  : std::numeric_limits<T>::lowest();
-    int64_t bd = -1, bh = 0, bw = 0;
-    for (int64_t a = 0, id = w.first[0]; a < w.count[0]; ++a, id += w.step[0])
-      for (int64_t b = 0, ih = w.first[1]; b < w.count[1]; ++b, ih += w.step[1]) {
-        const T* row = xp + (id * p.in[1] + ih) * p.in[2];
-        for (int64_t e = 0, iw = w.first[2]; e < w.count[2]; ++e, iw += w.step[2])
-          if (row[iw] > best || bd < 0) {
-            best = row[iw];
-            bd = id, bh = ih, bw = iw;
+  for_each_pool_window(
+      p, X.dim(0) * X.dim(1), pool, [&](int64_t t, int64_t o, const PoolWindow& w) {
+        const T* xp = x + t * in_plane;
+        T best = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
+                                                      : std::numeric_limits<T>::lowest();
+        int64_t bd = -1, bh = 0, bw = 0;
+        for (int64_t a = 0, id = w.first[0]; a < w.count[0]; ++a, id += w.step[0])
+          for (int64_t b = 0, ih = w.first[1]; b < w.count[1]; ++b, ih += w.step[1]) {
+            const T* row = xp + (id * p.in[1] + ih) * p.in[2];
+            for (int64_t e = 0, iw = w.first[2]; e < w.count[2]; ++e, iw += w.step[2])
+              if (row[iw] > best || bd < 0) {
+                best = row[iw];
+                bd = id, bh = ih, bw = iw;
+              }
           }
-      }
-    y[t * out_plane + o] = best;
-    if (ind) {
-      int64_t idx = -1;
-      if (bd >= 0) {
-        if (!col_major) {
-          idx = (bd * p.in[1] + bh) * p.in[2] + bw;
-        } else {
-          // column-major over the real spatial dims (fastest-varying first)
-          const int64_t pos[3] = {bd, bh, bw};
-          idx = 0;
-          int64_t mul = 1;
-          for (int j = 3 - nsp; j < 3; ++j) {
-            idx += pos[j] * mul;
-            mul *= p.in[j];
+        y[t * out_plane + o] = best;
+        if (ind) {
+          int64_t idx = -1;
+          if (bd >= 0) {
+            if (!col_major) {
+              idx = (bd * p.in[1] + bh) * p.in[2] + bw;
+            } else {
+              // column-major over the real spatial dims (fastest-varying first)
+              const int64_t pos[3] = {bd, bh, bw};
+              idx = 0;
+              int64_t mul = 1;
+              for (int j = 3 - nsp; j < 3; ++j) {
+                idx += pos[j] * mul;
+                mul *= p.in[j];
+              }
+            }
+            idx += t * in_plane;
           }
+          ind[t * out_plane + o] = idx;
         }
-        idx += t * in_plane;
-      }
-      ind[t * out_plane + o] = idx;
-    }
-  });
+      });
 }
 
 void run(KernelContext& c) {
@@ -77,12 +78,24 @@ void run(KernelContext& c) {
     max_pool<T>(X, Y, want_idx ? &I : nullptr, p, col, c.pool);
   };
   switch (X.dtype()) {
-    case DType::Float32: go(TypeTag<float>{}); break;
-    case DType::Float64: go(TypeTag<double>{}); break;
-    case DType::Int8: go(TypeTag<int8_t>{}); break;
-    case DType::UInt8: go(TypeTag<uint8_t>{}); break;
-    case DType::Int32: go(TypeTag<int32_t>{}); break;
-    case DType::Int64: go(TypeTag<int64_t>{}); break;
+    case DType::Float32:
+      go(TypeTag<float>{});
+      break;
+    case DType::Float64:
+      go(TypeTag<double>{});
+      break;
+    case DType::Int8:
+      go(TypeTag<int8_t>{});
+      break;
+    case DType::UInt8:
+      go(TypeTag<uint8_t>{});
+      break;
+    case DType::Int32:
+      go(TypeTag<int32_t>{});
+      break;
+    case DType::Int64:
+      go(TypeTag<int64_t>{});
+      break;
     case DType::Float16:
     case DType::BFloat16: {
       // max is exact in float: pool a float copy and convert back
@@ -92,7 +105,8 @@ void run(KernelContext& c) {
       Y = yf.cast(X.dtype());
       break;
     }
-    default: fail_unsupported(c.node.where() + ": dtype " + dtype_name(X.dtype()));
+    default:
+      fail_unsupported(c.node.where() + ": dtype " + dtype_name(X.dtype()));
   }
   c.outputs[0] = Y;
   if (want_idx) c.outputs[1] = I;

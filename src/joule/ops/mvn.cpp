@@ -10,7 +10,8 @@ namespace {
 
 std::vector<bool> reduced_axes(const ir::Node& n, int64_t rank) {
   std::vector<bool> f(static_cast<size_t>(rank), false);
-  for (int64_t a : n.attr_ints("axes", {0, 2, 3})) f[static_cast<size_t>(normalize_axis(a, rank, n))] = true;
+  for (int64_t a : n.attr_ints("axes", {0, 2, 3}))
+    f[static_cast<size_t>(normalize_axis(a, rank, n))] = true;
   return f;
 }
 
@@ -30,7 +31,8 @@ void mvn(const Tensor& X, Tensor& Y, const Shape& stat_shape) {
   const T* x = X.data<T>();
   T* y = Y.data<T>();
   std::vector<double> mean(static_cast<size_t>(ns), 0.0), var(static_cast<size_t>(ns), 0.0);
-  for (int64_t i = 0; i < n; ++i) mean[static_cast<size_t>(idx[static_cast<size_t>(i)])] += static_cast<double>(x[i]);
+  for (int64_t i = 0; i < n; ++i)
+    mean[static_cast<size_t>(idx[static_cast<size_t>(i)])] += static_cast<double>(x[i]);
   for (double& m : mean) m /= cnt;
   for (int64_t i = 0; i < n; ++i) {
     const size_t s = static_cast<size_t>(idx[static_cast<size_t>(i)]);
@@ -53,9 +55,14 @@ void run(KernelContext& c) {
     if (f[d]) stat[d] = 1;
   Tensor Y(X.dtype(), X.shape());
   switch (X.dtype()) {
-    case DType::Float32: mvn<float>(X, Y, stat); break;
-    case DType::Float64: mvn<double>(X, Y, stat); break;
-    default: fail_unsupported(c.node.where() + ": dtype " + dtype_name(X.dtype()));
+    case DType::Float32:
+      mvn<float>(X, Y, stat);
+      break;
+    case DType::Float64:
+      mvn<double>(X, Y, stat);
+      break;
+    default:
+      fail_unsupported(c.node.where() + ": dtype " + dtype_name(X.dtype()));
   }
   c.outputs[0] = Y;
 }

@@ -26,7 +26,8 @@ inline void infer_pool(InferContext& c, bool allow_dilations) {
   o.dtype = x.dtype;
   if (x.has_shape) {
     if (x.dims.size() < 3) fail(c.node.where() + ": input rank must be >= 3, got " + x.str());
-    const ConvGeometry g = read_pool_geometry(c.node, static_cast<int>(x.dims.size()) - 2, allow_dilations);
+    const ConvGeometry g =
+        read_pool_geometry(c.node, static_cast<int>(x.dims.size()) - 2, allow_dilations);
     o.has_shape = true;
     o.dims = {x.dims[0], x.dims[1]};
     for (const ir::Dim& d : conv_out_dims(g, c.node, x)) o.dims.push_back(d);
@@ -39,7 +40,8 @@ inline void infer_pool(InferContext& c, bool allow_dilations) {
 }
 
 // Plans a pool over X (rank >= 3) and returns the output shape.
-inline SpatialPlan plan_pool(const ir::Node& n, const Tensor& X, bool allow_dilations, Shape* out_shape) {
+inline SpatialPlan plan_pool(const ir::Node& n, const Tensor& X, bool allow_dilations,
+                             Shape* out_shape) {
   if (X.rank() < 3) fail(n.where() + ": input rank must be >= 3, got " + X.describe());
   const int nsp = X.rank() - 2;
   const ConvGeometry g = read_pool_geometry(n, nsp, allow_dilations);
@@ -73,8 +75,10 @@ void for_each_pool_window(const SpatialPlan& p, int64_t planes, ThreadPool* pool
               const int64_t start = pos[j] * p.s[j] - p.pb[j];
               // valid taps: 0 <= start + k*d < in; padded taps: -pb <= start + k*d < in + pe
               const int64_t k0 = std::max<int64_t>(0, ceil_div(-start, p.d[j]));
-              const int64_t k1 = std::min<int64_t>(p.k[j], floor_div(p.in[j] - 1 - start, p.d[j]) + 1);
-              const int64_t q1 = std::min<int64_t>(p.k[j], floor_div(p.in[j] + p.pe[j] - 1 - start, p.d[j]) + 1);
+              const int64_t k1 =
+                  std::min<int64_t>(p.k[j], floor_div(p.in[j] - 1 - start, p.d[j]) + 1);
+              const int64_t q1 =
+                  std::min<int64_t>(p.k[j], floor_div(p.in[j] + p.pe[j] - 1 - start, p.d[j]) + 1);
               w.first[j] = start + k0 * p.d[j];
               w.step[j] = p.d[j];
               w.count[j] = std::max<int64_t>(0, k1 - k0);
@@ -84,8 +88,10 @@ void for_each_pool_window(const SpatialPlan& p, int64_t planes, ThreadPool* pool
           }
     }
   };
-  if (pool) pool->parallel_for(planes, body);
-  else body(0, planes);
+  if (pool)
+    pool->parallel_for(planes, body);
+  else
+    body(0, planes);
 }
 
 // Cost of a windowed pool: one flop per visited kernel cell.

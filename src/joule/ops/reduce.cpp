@@ -16,7 +16,9 @@ namespace {
 
 enum class R { Mean, Sum, Max, Min, Prod, L1, L2, LogSum, LogSumExp, SumSquare };
 
-bool axes_from_input(R kind, int64_t opset) { return opset >= 18 || (kind == R::Sum && opset >= 13); }
+bool axes_from_input(R kind, int64_t opset) {
+  return opset >= 18 || (kind == R::Sum && opset >= 13);
+}
 
 // The requested axes as given (not normalised); nullopt when they are an unknown input value.
 std::optional<std::vector<int64_t>> read_axes(const ir::Node& n, R kind, int64_t opset,
@@ -47,8 +49,8 @@ void infer(InferContext& c) {
   bool axes_given = c.has(1);
   const Tensor* av = c.input_values.size() > 1 ? c.input_values[1] : nullptr;
   // an axes input of static length 0 is known to be empty
-  if (axes_given && !av && c.in(1).has_shape && c.in(1).dims.size() == 1 && c.in(1).dims[0].is_static() &&
-      c.in(1).dims[0].value == 0)
+  if (axes_given && !av && c.in(1).has_shape && c.in(1).dims.size() == 1 &&
+      c.in(1).dims[0].is_static() && c.in(1).dims[0].value == 0)
     axes_given = false;
   const auto axes = read_axes(c.node, K, c.opset, av, axes_given);
   if (!axes) {
@@ -61,8 +63,10 @@ void infer(InferContext& c) {
   const std::vector<bool> f = reduced_flags(c.node, *axes, rank);
   o.has_shape = true;
   for (int64_t d = 0; d < rank; ++d) {
-    if (!f[static_cast<size_t>(d)]) o.dims.push_back(x.dims[static_cast<size_t>(d)]);
-    else if (keep) o.dims.push_back(ir::Dim{1, ""});
+    if (!f[static_cast<size_t>(d)])
+      o.dims.push_back(x.dims[static_cast<size_t>(d)]);
+    else if (keep)
+      o.dims.push_back(ir::Dim{1, ""});
   }
 }
 
@@ -110,7 +114,8 @@ Plan make_plan(const Shape& s, const std::vector<bool>& f) {
   return p;
 }
 
-inline int64_t decode(int64_t i, const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+inline int64_t decode(int64_t i, const std::vector<int64_t>& sizes,
+                      const std::vector<int64_t>& strides) {
   int64_t off = 0;
   for (size_t d = sizes.size(); d-- > 0;) {
     off += (i % sizes[d]) * strides[d];
@@ -131,7 +136,8 @@ void reduce_loop(const T* x, O* out, const Plan& p, A init, Comb comb, Fin fin, 
       for (int64_t r = 0; r < p.red_outer; ++r) {
         const T* xp = x + base + decode(r, p.red_sizes, p.red_strides);
         if (p.red_inner == 1) {
-          for (int64_t j = 0; j < p.inner; ++j) acc[static_cast<size_t>(j)] = comb(acc[static_cast<size_t>(j)], xp[j], o0 + j);
+          for (int64_t j = 0; j < p.inner; ++j)
+            acc[static_cast<size_t>(j)] = comb(acc[static_cast<size_t>(j)], xp[j], o0 + j);
         } else {
           A a = acc[0];
           for (int64_t l = 0; l < p.red_inner; ++l) a = comb(a, xp[l], o0);
@@ -141,8 +147,10 @@ void reduce_loop(const T* x, O* out, const Plan& p, A init, Comb comb, Fin fin, 
       for (int64_t j = 0; j < p.inner; ++j) out[o0 + j] = fin(acc[static_cast<size_t>(j)], o0 + j);
     }
   };
-  if (pool) pool->parallel_for(p.rows, body);
-  else body(0, p.rows);
+  if (pool)
+    pool->parallel_for(p.rows, body);
+  else
+    body(0, p.rows);
 }
 
 template <class T>
@@ -151,13 +159,17 @@ using AccType = std::conditional_t<std::is_floating_point_v<T>, double,
 
 template <class A>
 A wrap_add(A a, A b) {
-  if constexpr (std::is_integral_v<A>) return static_cast<A>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
-  else return a + b;
+  if constexpr (std::is_integral_v<A>)
+    return static_cast<A>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+  else
+    return a + b;
 }
 template <class A>
 A wrap_mul(A a, A b) {
-  if constexpr (std::is_integral_v<A>) return static_cast<A>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
-  else return a * b;
+  if constexpr (std::is_integral_v<A>)
+    return static_cast<A>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+  else
+    return a * b;
 }
 
 template <class T>
@@ -170,57 +182,93 @@ void reduce_typed(R kind, const Tensor& X, Tensor& Y, const Plan& p, ThreadPool*
   auto ident = [&](A a, int64_t) { return to_t(a); };
   auto add = [](A a, T v, int64_t) { return wrap_add<A>(a, static_cast<A>(v)); };
   switch (kind) {
-    case R::Sum: reduce_loop<T, A>(x, y, p, A(0), add, ident, pool); break;
+    case R::Sum:
+      reduce_loop<T, A>(x, y, p, A(0), add, ident, pool);
+      break;
     case R::Mean:
-      reduce_loop<T, A>(x, y, p, A(0), add, [&](A a, int64_t) {
-        if constexpr (std::is_integral_v<A>) return to_t(p.count == 0 ? A(0) : a / static_cast<A>(p.count));
-        else return to_t(a / cnt);
-      }, pool);
+      reduce_loop<T, A>(
+          x, y, p, A(0), add,
+          [&](A a, int64_t) {
+            if constexpr (std::is_integral_v<A>)
+              return to_t(p.count == 0 ? A(0) : a / static_cast<A>(p.count));
+            else
+              return to_t(a / cnt);
+          },
+          pool);
       break;
     case R::SumSquare:
-      reduce_loop<T, A>(x, y, p, A(0), [](A a, T v, int64_t) { return wrap_add<A>(a, wrap_mul<A>(static_cast<A>(v), static_cast<A>(v))); }, ident, pool);
+      reduce_loop<T, A>(
+          x, y, p, A(0),
+          [](A a, T v, int64_t) {
+            return wrap_add<A>(a, wrap_mul<A>(static_cast<A>(v), static_cast<A>(v)));
+          },
+          ident, pool);
       break;
     case R::L1:
-      reduce_loop<T, A>(x, y, p, A(0), [](A a, T v, int64_t) {
-        A w = static_cast<A>(v);
-        if constexpr (std::is_signed_v<A>) w = w < 0 ? wrap_mul<A>(w, A(-1)) : w;
-        return wrap_add<A>(a, w);
-      }, ident, pool);
+      reduce_loop<T, A>(
+          x, y, p, A(0),
+          [](A a, T v, int64_t) {
+            A w = static_cast<A>(v);
+            if constexpr (std::is_signed_v<A>) w = w < 0 ? wrap_mul<A>(w, A(-1)) : w;
+            return wrap_add<A>(a, w);
+          },
+          ident, pool);
       break;
     case R::Prod:
-      reduce_loop<T, A>(x, y, p, A(1), [](A a, T v, int64_t) { return wrap_mul<A>(a, static_cast<A>(v)); }, ident, pool);
+      reduce_loop<T, A>(
+          x, y, p, A(1), [](A a, T v, int64_t) { return wrap_mul<A>(a, static_cast<A>(v)); }, ident,
+          pool);
       break;
     case R::Max: {
-      const A lo = std::numeric_limits<T>::has_infinity ? static_cast<A>(-std::numeric_limits<T>::infinity())
-                                                        : static_cast<A>(std::numeric_limits<T>::lowest());
-      reduce_loop<T, A>(x, y, p, lo, [](A a, T v, int64_t) { return static_cast<A>(v) > a ? static_cast<A>(v) : a; }, ident, pool);
+      const A lo = std::numeric_limits<T>::has_infinity
+                       ? static_cast<A>(-std::numeric_limits<T>::infinity())
+                       : static_cast<A>(std::numeric_limits<T>::lowest());
+      reduce_loop<T, A>(
+          x, y, p, lo,
+          [](A a, T v, int64_t) { return static_cast<A>(v) > a ? static_cast<A>(v) : a; }, ident,
+          pool);
       break;
     }
     case R::Min: {
-      const A hi = std::numeric_limits<T>::has_infinity ? static_cast<A>(std::numeric_limits<T>::infinity())
-                                                        : static_cast<A>(std::numeric_limits<T>::max());
-      reduce_loop<T, A>(x, y, p, hi, [](A a, T v, int64_t) { return static_cast<A>(v) < a ? static_cast<A>(v) : a; }, ident, pool);
+      const A hi = std::numeric_limits<T>::has_infinity
+                       ? static_cast<A>(std::numeric_limits<T>::infinity())
+                       : static_cast<A>(std::numeric_limits<T>::max());
+      reduce_loop<T, A>(
+          x, y, p, hi,
+          [](A a, T v, int64_t) { return static_cast<A>(v) < a ? static_cast<A>(v) : a; }, ident,
+          pool);
       break;
     }
     case R::L2:
-      reduce_loop<T, double>(x, y, p, 0.0, [](double a, T v, int64_t) { return a + static_cast<double>(v) * static_cast<double>(v); },
-                             [&](double a, int64_t) { return to_t(std::sqrt(a)); }, pool);
+      reduce_loop<T, double>(
+          x, y, p, 0.0,
+          [](double a, T v, int64_t) {
+            return a + static_cast<double>(v) * static_cast<double>(v);
+          },
+          [&](double a, int64_t) { return to_t(std::sqrt(a)); }, pool);
       break;
     case R::LogSum:
-      reduce_loop<T, double>(x, y, p, 0.0, [](double a, T v, int64_t) { return a + static_cast<double>(v); },
-                             [&](double a, int64_t) { return to_t(std::log(a)); }, pool);
+      reduce_loop<T, double>(
+          x, y, p, 0.0, [](double a, T v, int64_t) { return a + static_cast<double>(v); },
+          [&](double a, int64_t) { return to_t(std::log(a)); }, pool);
       break;
     case R::LogSumExp: {
       // max first (per output element), then log(sum(exp(x - max))) + max
       std::vector<double> m(static_cast<size_t>(Y.numel()));
-      reduce_loop<T, double>(x, m.data(), p, -std::numeric_limits<double>::infinity(),
-                             [](double a, T v, int64_t) { return static_cast<double>(v) > a ? static_cast<double>(v) : a; },
-                             [](double a, int64_t) { return a; }, pool);
+      reduce_loop<T, double>(
+          x, m.data(), p, -std::numeric_limits<double>::infinity(),
+          [](double a, T v, int64_t) {
+            return static_cast<double>(v) > a ? static_cast<double>(v) : a;
+          },
+          [](double a, int64_t) { return a; }, pool);
       for (double& v : m)
         if (!std::isfinite(v)) v = v > 0 ? v : 0.0;
-      reduce_loop<T, double>(x, y, p, 0.0,
-                             [&](double a, T v, int64_t o) { return a + std::exp(static_cast<double>(v) - m[static_cast<size_t>(o)]); },
-                             [&](double a, int64_t o) { return to_t(std::log(a) + m[static_cast<size_t>(o)]); }, pool);
+      reduce_loop<T, double>(
+          x, y, p, 0.0,
+          [&](double a, T v, int64_t o) {
+            return a + std::exp(static_cast<double>(v) - m[static_cast<size_t>(o)]);
+          },
+          [&](double a, int64_t o) { return to_t(std::log(a) + m[static_cast<size_t>(o)]); }, pool);
       break;
     }
   }
@@ -236,8 +284,10 @@ void run(KernelContext& c) {
   const std::vector<bool> f = reduced_flags(c.node, *axes, X.rank());
   Shape ys;
   for (int d = 0; d < X.rank(); ++d) {
-    if (!f[static_cast<size_t>(d)]) ys.push_back(X.dim(d));
-    else if (keep) ys.push_back(1);
+    if (!f[static_cast<size_t>(d)])
+      ys.push_back(X.dim(d));
+    else if (keep)
+      ys.push_back(1);
   }
   Tensor Y(X.dtype(), ys);
   const Plan p = make_plan(X.shape(), f);
@@ -262,8 +312,8 @@ Cost cost(const CostContext& c) {
 
 }  // namespace
 
-#define JOULE_REDUCE_OP(name, kind)                                                      \
-  extern const OpDef kOp##name;                                                         \
+#define JOULE_REDUCE_OP(name, kind) \
+  extern const OpDef kOp##name;     \
   const OpDef kOp##name{#name, "", 1, 2, infer<R::kind>, run<R::kind>, cost};
 JOULE_REDUCE_OP(ReduceMean, Mean)
 JOULE_REDUCE_OP(ReduceSum, Sum)

@@ -68,8 +68,10 @@ void softmax_kernel(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, K
       }
     }
   };
-  if (pool) pool->parallel_for(outer, body);
-  else body(0, outer);
+  if (pool)
+    pool->parallel_for(outer, body);
+  else
+    body(0, outer);
 }
 
 template <Kind K>
@@ -93,9 +95,14 @@ void run(KernelContext& c) {
     return;
   }
   switch (X.dtype()) {
-    case DType::Float32: softmax_kernel<float>(X.data<float>(), Y.data<float>(), outer, n, inner, K, c.pool); break;
-    case DType::Float64: softmax_kernel<double>(X.data<double>(), Y.data<double>(), outer, n, inner, K, c.pool); break;
-    default: fail_unsupported(c.node.where() + ": dtype " + dtype_name(X.dtype()));
+    case DType::Float32:
+      softmax_kernel<float>(X.data<float>(), Y.data<float>(), outer, n, inner, K, c.pool);
+      break;
+    case DType::Float64:
+      softmax_kernel<double>(X.data<double>(), Y.data<double>(), outer, n, inner, K, c.pool);
+      break;
+    default:
+      fail_unsupported(c.node.where() + ": dtype " + dtype_name(X.dtype()));
   }
   c.outputs[0] = Y;
 }

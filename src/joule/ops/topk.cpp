@@ -20,16 +20,19 @@ int64_t known_k(const ir::Node& n, int64_t opset, const Tensor* kv) {
 
 void infer(InferContext& c) {
   const ir::TensorType& x = c.in(0);
-  const int64_t k = known_k(c.node, c.opset, c.opset >= 10 && c.input_values.size() > 1 ? c.input_values[1] : nullptr);
+  const int64_t k = known_k(
+      c.node, c.opset, c.opset >= 10 && c.input_values.size() > 1 ? c.input_values[1] : nullptr);
   ir::TensorType v;
   v.dtype = x.dtype;
   if (x.has_shape) {
-    const int64_t axis = normalize_axis(c.node.attr_int("axis", -1), static_cast<int64_t>(x.dims.size()), c.node);
+    const int64_t axis =
+        normalize_axis(c.node.attr_int("axis", -1), static_cast<int64_t>(x.dims.size()), c.node);
     v.has_shape = true;
     v.dims = x.dims;
     const ir::Dim& d = x.dims[static_cast<size_t>(axis)];
     if (k >= 0 && d.is_static() && k > d.value)
-      fail(c.node.where() + ": k=" + std::to_string(k) + " exceeds the axis size " + std::to_string(d.value));
+      fail(c.node.where() + ": k=" + std::to_string(k) + " exceeds the axis size " +
+           std::to_string(d.value));
     v.dims[static_cast<size_t>(axis)] = k >= 0 ? ir::Dim{k, ""} : ir::Dim{};
   }
   c.out(0) = v;
@@ -40,8 +43,8 @@ void infer(InferContext& c) {
 }
 
 template <class T>
-void topk(const T* x, T* vals, int64_t* idx, int64_t outer, int64_t n, int64_t inner, int64_t k, bool largest,
-          ThreadPool* pool) {
+void topk(const T* x, T* vals, int64_t* idx, int64_t outer, int64_t n, int64_t inner, int64_t k,
+          bool largest, ThreadPool* pool) {
   auto body = [&](int64_t begin, int64_t end) {
     std::vector<int64_t> order(static_cast<size_t>(n));
     for (int64_t s = begin; s < end; ++s) {
@@ -61,8 +64,10 @@ void topk(const T* x, T* vals, int64_t* idx, int64_t outer, int64_t n, int64_t i
       }
     }
   };
-  if (pool) pool->parallel_for(outer * inner, body);
-  else body(0, outer * inner);
+  if (pool)
+    pool->parallel_for(outer * inner, body);
+  else
+    body(0, outer * inner);
 }
 
 void run(KernelContext& c) {
@@ -73,7 +78,8 @@ void run(KernelContext& c) {
   const int64_t axis = normalize_axis(c.node.attr_int("axis", -1), X.rank(), c.node);
   const int64_t n = X.dim(static_cast<int>(axis));
   if (k < 0 || k > n)
-    fail(c.node.where() + ": k=" + std::to_string(k) + " out of range for axis size " + std::to_string(n));
+    fail(c.node.where() + ": k=" + std::to_string(k) + " out of range for axis size " +
+         std::to_string(n));
   int64_t outer = 1, inner = 1;
   for (int d = 0; d < X.rank(); ++d) {
     if (d < axis) outer *= X.dim(d);
