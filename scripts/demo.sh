@@ -15,3 +15,10 @@ echo "== joule run: one test image, outputs to $run_dir"
 echo
 echo "== joule graph -> $run_dir/fashion_cnn.svg"
 "$joule" graph default -o "$run_dir/fashion_cnn.svg"
+echo
+echo "== joule profile: per-layer latency, attribution, op types -> $run_dir/profile"
+if [ -f "$here/models/fashion_cnn.onnx" ]; then
+  "$joule" profile default --top 10 -o "$run_dir/profile" --threads 1
+else
+  echo "(skipped: models/fashion_cnn.onnx is not there)"
+fi

@@ -11,5 +11,7 @@ Action add_info(CLI::App& app);
 Action add_run(CLI::App& app);
 Action add_graph(CLI::App& app);
 Action add_bench(CLI::App& app);
+Action add_profile(CLI::App& app);
+Action add_energy(CLI::App& app);
 
 }  // namespace joule::cli

@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
   add("info", "Summarise a model: inputs/outputs, op histogram, parameters, MACs/FLOPs per node", joule::cli::add_info);
   add("run", "Run a model on inputs (.npy or TensorProto .pb) and write its outputs as .npy", joule::cli::add_run);
   add("bench", "Time whole-model latency: warm-up, repeated runs, median/mean/std/percentiles", joule::cli::add_bench);
+  add("profile", "Profile per layer: latency, FLOP/s vs peak, energy; sweeps; CSV/JSON/Chrome trace", joule::cli::add_profile);
+  add("energy", "Energy sources: probe what this machine has; calibrate the estimator", joule::cli::add_energy);
   add("graph", "Draw the model graph (.svg/.png/.pdf through Graphviz dot, .dot text, .txt listing)", joule::cli::add_graph);
   try {
     app.parse(argc, argv);

@@ -1,0 +1,135 @@
+// `joule profile` and `joule energy` as a user runs them: files written, resume, exit codes.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "graph_builder.h"
+#include "joule/core/file_util.h"
+#include "joule/onnx/model_io.h"
+
+using namespace joule;
+using joule::testing::GraphBuilder;
+namespace fs = std::filesystem;
+
+namespace {
+struct Result {
+  int code;
+  std::string out;
+};
+
+Result run_joule(const std::string& args) {
+  std::string cmd = std::string(JOULE_BINARY_DIR) + "/joule " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  int st = pclose(p);
+  return {WEXITSTATUS(st), out};
+}
+
+fs::path work_dir() {
+  static fs::path d = [] {
+    auto p = fs::temp_directory_path() / ("joule_profile_cli_" + std::to_string(::getpid()));
+    fs::remove_all(p);
+    fs::create_directories(p);
+    return p;
+  }();
+  return d;
+}
+
+std::string cnn_path() {
+  auto p = work_dir() / "tiny_cnn.onnx";
+  if (!fs::exists(p)) {
+    using Ints = std::vector<int64_t>;
+    ir::Graph g = GraphBuilder()
+                      .input("x", DType::Float32, {1, 2, 12, 12})
+                      .init("w", joule::testing::iota_tensor({4, 2, 3, 3}, -1.f, 0.05f))
+                      .node("Conv", {"x", "w"}, {"c"}, {{"pads", Ints{1, 1, 1, 1}}}, "conv")
+                      .node("Relu", {"c"}, {"r"}, {}, "relu")
+                      .node("GlobalAveragePool", {"r"}, {"y"}, {}, "gap")
+                      .output("y")
+                      .build();
+    onnx::save_model(g, p.string());
+  }
+  return p.string();
+}
+
+int lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+}  // namespace
+
+TEST(ProfileCli, TableAndFiles) {
+  auto out = work_dir() / "one";
+  Result r = run_joule("profile " + cnn_path() + " --threads 1 --runs 3 --warmup 1 --top 2 -o " + out.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("attribution: sum of per-layer medians"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("observer overhead"), std::string::npos);
+  EXPECT_NE(r.out.find("op types cover 90%"), std::string::npos);
+  EXPECT_NE(r.out.find("1 more layers"), std::string::npos);
+  for (const char* f : {"tiny_cnn_overall.csv", "tiny_cnn_layers.csv", "profile.json", "trace.json"})
+    EXPECT_TRUE(fs::exists(out / f)) << f;
+  auto pj = nlohmann::json::parse(read_file((out / "profile.json").string()));
+  EXPECT_EQ(pj["schema_version"], 1);
+  ASSERT_EQ(pj["points"].size(), 1u);
+  EXPECT_EQ(pj["points"][0]["layers"].size(), 3u);
+  auto tj = nlohmann::json::parse(read_file((out / "trace.json").string()));
+  int x = 0;
+  for (auto& e : tj["traceEvents"]) x += e["ph"] == "X";
+  EXPECT_EQ(x, 3);
+  EXPECT_EQ(lines(read_file((out / "tiny_cnn_overall.csv").string())), 2);
+  // A single-point profile starts its files afresh.
+  r = run_joule("profile " + cnn_path() + " --threads 1 --runs 2 --warmup 0 -o " + out.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(lines(read_file((out / "tiny_cnn_overall.csv").string())), 2);
+}
+
+TEST(ProfileCli, JsonAndEstimatedEnergy) {
+  Result r = run_joule("profile " + cnn_path() + " --threads 1 --runs 2 --energy estimate --format json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  auto& e = j["points"][0]["energy"];
+  EXPECT_EQ(e["source"], "estimate:default-cpu");
+  EXPECT_GT(e["joules_per_inference"].get<double>(), 0.0);
+  EXPECT_TRUE(j["points"][0]["layers"][0].contains("energy_j"));
+}
+
+TEST(ProfileCli, SweepResumes) {
+  auto out = work_dir() / "sweep";
+  std::string cmd = "profile " + cnn_path() + " --threads 1 --runs 2 --warmup 0 --batch 1,2 --quiet -o " + out.string();
+  Result a = run_joule(cmd);
+  ASSERT_EQ(a.code, 0) << a.out;
+  EXPECT_NE(a.out.find("2 point(s) measured, 0 already"), std::string::npos) << a.out;
+  Result b = run_joule(cmd);
+  ASSERT_EQ(b.code, 0) << b.out;
+  EXPECT_NE(b.out.find("0 point(s) measured, 2 already"), std::string::npos) << b.out;
+  EXPECT_EQ(lines(read_file((out / "tiny_cnn_overall.csv").string())), 3);
+}
+
+TEST(ProfileCli, ErrorsAreOneLineExit2) {
+  Result r = run_joule("profile " + cnn_path() + " --runs 1 --energy rapl --powercap-root /nonexistent/powercap");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_EQ(lines(r.out), 1) << r.out;
+  EXPECT_NE(r.out.find("rapl energy not available"), std::string::npos);
+  r = run_joule("profile " + cnn_path() + " --runs 1 --input-size 16,24 --batch 3");
+  EXPECT_EQ(r.code, 0) << r.out;  // a conv net without pinned shapes runs at any size
+  r = run_joule("profile " + cnn_path() + " --runs 1 --energy bogus");
+  EXPECT_EQ(r.code, 2);
+  r = run_joule("profile /nonexistent/model.onnx");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(lines(r.out), 1) << r.out;
+}
+
+TEST(ProfileCli, EnergyProbeAndCalibrateWithoutSensor) {
+  Result p = run_joule("energy probe --powercap-root /nonexistent/powercap");
+  ASSERT_EQ(p.code, 0) << p.out;
+  EXPECT_NE(p.out.find("--energy auto uses:"), std::string::npos);
+  if (p.out.find("uses: estimate:") == std::string::npos) GTEST_SKIP() << "this machine has an energy sensor";
+  Result c = run_joule("energy calibrate " + cnn_path() + " --powercap-root /nonexistent/powercap -o " +
+                       (work_dir() / "cal.json").string());
+  EXPECT_EQ(c.code, 2) << c.out;
+  EXPECT_EQ(lines(c.out), 1) << c.out;
+  EXPECT_NE(c.out.find("no energy sensor"), std::string::npos) << c.out;
+}
