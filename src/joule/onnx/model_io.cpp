@@ -126,7 +126,8 @@ ir::TensorType type_from_proto(const ::onnx::TypeProto& tp, const std::string& w
   ir::TensorType r;
   r.dtype = dtype_from_onnx(tt.elem_type());
   if (r.dtype == DType::Undefined)
-    fail_unsupported(what + ": element type " + std::to_string(tt.elem_type()) + " is not supported");
+    fail_unsupported(what + ": element type " + std::to_string(tt.elem_type()) +
+                     (tt.elem_type() == 8 ? " (string)" : "") + " is not supported");
   if (tt.has_shape()) {
     r.has_shape = true;
     for (auto& d : tt.shape().dim()) {
