@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "cli/cli_util.h"
 #include "graph_builder.h"
 #include "joule/core/file_util.h"
 #include "joule/onnx/model_io.h"
@@ -16,28 +17,11 @@ using joule::testing::GraphBuilder;
 namespace fs = std::filesystem;
 
 namespace {
-struct Result {
-  int code;
-  std::string out;
-};
-
-Result run_joule(const std::string& args) {
-  std::string cmd = std::string(JOULE_BINARY_DIR) + "/joule " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  int st = pclose(p);
-  return {WEXITSTATUS(st), out};
-}
+using Result = joule::testing::CliResult;
+using joule::testing::run_joule;
 
 fs::path work_dir() {
-  static fs::path d = [] {
-    auto p = fs::temp_directory_path() / ("joule_profile_cli_" + std::to_string(::getpid()));
-    fs::remove_all(p);
-    fs::create_directories(p);
-    return p;
-  }();
+  static fs::path d = joule::testing::scratch_dir("profile_cli");
   return d;
 }
 

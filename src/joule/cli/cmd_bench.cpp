@@ -15,6 +15,7 @@ struct BenchArgs {
   std::vector<std::string> inputs;
   int threads = 0, warmup = 5, runs = 30;
   std::string format = "table";
+  std::string passes = "default";
 };
 }  // namespace
 
@@ -26,11 +27,15 @@ Action add_bench(CLI::App& app) {
   app.add_option("--warmup", a->warmup, "untimed runs first")->check(CLI::NonNegativeNumber);
   app.add_option("--runs", a->runs, "timed runs")->check(CLI::PositiveNumber);
   app.add_option("--format", a->format, "table or json")->check(CLI::IsMember({"table", "json"}));
+  app.add_option("--passes", a->passes, "graph passes before timing: none, default or a comma-separated list")
+      ->capture_default_str();
   return [a] {
     runtime::SessionOptions opt;
     opt.threads = a->threads;
     const std::string path = resolve_model_path(a->model);
-    runtime::Session session(load_model_or_default(path), opt);
+    ir::Graph g = load_model_or_default(path);
+    nlohmann::json pipeline = apply_passes(g, a->passes);
+    runtime::Session session(std::move(g), opt);
     runtime::TensorMap inputs =
         a->inputs.empty() ? runtime::random_inputs(session) : bind_inputs(a->inputs, session.input_names());
     for (int i = 0; i < a->warmup; ++i) session.run(inputs);
@@ -44,11 +49,14 @@ Action add_bench(CLI::App& app) {
     if (a->format == "json") {
       nlohmann::json j = {{"model", path}, {"threads", session.threads()}, {"warmup", a->warmup},
                           {"runs", a->runs}, {"latency_ms", profile::to_json(s)}, {"samples_ms", ms},
-                          {"peak_activation_bytes", session.peak_bytes()}, {"engine", "joule " JOULE_VERSION}};
+                          {"peak_activation_bytes", session.peak_bytes()}, {"engine", "joule " JOULE_VERSION},
+                          {"passes", a->passes}, {"nodes", {{"before_passes", pipeline["nodes_before"]},
+                                                            {"after_passes", pipeline["nodes_after"]}}}};
       fmt::print("{}\n", j.dump(2));
     } else {
-      fmt::print("{}: {} runs after {} warm-up, {} thread{}\n", path, a->runs, a->warmup, session.threads(),
-                 session.threads() == 1 ? "" : "s");
+      fmt::print("{}: {} runs after {} warm-up, {} thread{}; passes {} ({} -> {} nodes)\n", path, a->runs,
+                 a->warmup, session.threads(), session.threads() == 1 ? "" : "s", a->passes,
+                 pipeline["nodes_before"].get<size_t>(), pipeline["nodes_after"].get<size_t>());
       fmt::print("latency ms: median {:.3f}  mean {:.3f}  std {:.3f}  min {:.3f}  max {:.3f}  p90 {:.3f}  p99 {:.3f}\n",
                  s.median, s.mean, s.std, s.min, s.max, s.p90, s.p99);
       fmt::print("3-sigma trimmed mean {:.3f} ({} discarded), cv {:.1f}%{}\n", s.trimmed_mean, s.trimmed, 100 * s.cv,

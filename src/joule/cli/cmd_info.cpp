@@ -11,6 +11,7 @@ struct InfoArgs {
   std::string model;
   std::string format = "table";
   bool nodes = false;
+  std::string after_passes;  // empty: the model as loaded
 };
 
 void print_table(const nlohmann::json& j, bool nodes) {
@@ -53,11 +54,29 @@ Action add_info(CLI::App& app) {
   app.add_option("model", a->model, "ONNX model file")->required();
   app.add_option("--format", a->format, "table or json")->check(CLI::IsMember({"table", "json"}));
   app.add_flag("--nodes", a->nodes, "also list every node with its cost (table format)");
+  app.add_flag("--after-passes{default}", a->after_passes,
+               "show the model after a pass pipeline: --after-passes (default pipeline) or --after-passes=LIST");
   return [a] {
     ir::Graph g = load_model_or_default(a->model);
+    nlohmann::json pipeline;
+    if (!a->after_passes.empty()) pipeline = apply_passes(g, a->after_passes);
     nlohmann::json j = passes::model_info(g);
-    if (a->format == "json") fmt::print("{}\n", j.dump(2));
-    else print_table(j, a->nodes);
+    if (!pipeline.is_null()) j["passes"] = pipeline;
+    if (a->format == "json") {
+      fmt::print("{}\n", j.dump(2));
+      return 0;
+    }
+    if (!pipeline.is_null()) {
+      fmt::print("after passes '{}': nodes {} -> {}, initializers {} -> {} ({:.1f} ms)\n", a->after_passes,
+                 pipeline["nodes_before"].get<size_t>(), pipeline["nodes_after"].get<size_t>(),
+                 pipeline["initializers_before"].get<size_t>(), pipeline["initializers_after"].get<size_t>(),
+                 pipeline["ms"].get<double>());
+      for (auto& p : pipeline["passes"])
+        fmt::print("  {:<22} {:>5} -> {:<5} nodes {:>8.2f} ms  {}\n", p["pass"].get<std::string>(),
+                   p["nodes_before"].get<size_t>(), p["nodes_after"].get<size_t>(), p["ms"].get<double>(),
+                   p["info"].dump());
+    }
+    print_table(j, a->nodes);
     return 0;
   };
 }

@@ -21,6 +21,7 @@ struct RunArgs {
   std::string outdir;
   int threads = 0;
   int repeat = 1;
+  std::string passes = "default";
 };
 
 }  // namespace
@@ -32,10 +33,14 @@ Action add_run(CLI::App& app) {
   app.add_option("-o,--outdir", a->outdir, "write OUTDIR/<output>.npy");
   app.add_option("--threads", a->threads, "intra-op threads (default: all cores)")->check(CLI::NonNegativeNumber);
   app.add_option("--repeat", a->repeat, "run N times and report the fastest and median time")->check(CLI::PositiveNumber);
+  app.add_option("--passes", a->passes, "graph passes before running: none, default or a comma-separated list")
+      ->capture_default_str();
   return [a] {
     runtime::SessionOptions opt;
     opt.threads = a->threads;
-    runtime::Session session(load_model_or_default(a->model), opt);
+    ir::Graph g = load_model_or_default(a->model);
+    apply_passes(g, a->passes);
+    runtime::Session session(std::move(g), opt);
     runtime::TensorMap inputs = bind_inputs(a->inputs, session.input_names());
     std::vector<double> ms;
     runtime::TensorMap out;

@@ -2,10 +2,12 @@
 
 #include <fmt/core.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "joule/core/npy.h"
 #include "joule/onnx/model_io.h"
+#include "joule/passes/pass.h"
 
 namespace joule::cli {
 
@@ -78,6 +80,13 @@ std::string safe_filename(const std::string& s) {
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) c = '_';
   if (r.empty() || r == "." || r == "..") r = "_" + r;
   return r;
+}
+
+nlohmann::json apply_passes(ir::Graph& g, const std::string& spec) {
+  std::vector<std::string> names = passes::parse_pipeline(spec);
+  passes::PassOptions opt;
+  if (const char* v = std::getenv("JOULE_VERIFY_PASSES")) opt.verify = std::string(v) == "1";
+  return passes::run_pipeline(g, names, opt);
 }
 
 }  // namespace joule::cli

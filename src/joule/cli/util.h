@@ -19,4 +19,9 @@ runtime::TensorMap bind_inputs(const std::vector<std::string>& specs, const std:
 // Replaces characters outside [A-Za-z0-9._-] with '_' (output file names).
 std::string safe_filename(const std::string& s);
 
+// Applies a pass pipeline ("none", "default" or comma-separated pass names) to `g`, before a
+// Session is built. Returns the pipeline report (node counts before/after, per-pass info).
+// JOULE_VERIFY_PASSES=1 verifies the graph after every pass. Unknown names: BadInput.
+nlohmann::json apply_passes(ir::Graph& g, const std::string& spec);
+
 }  // namespace joule::cli

@@ -1,0 +1,122 @@
+#include "joule/passes/pass.h"
+
+#include <chrono>
+
+#include "joule/passes/annotate_costs.h"
+#include "joule/passes/infer_shapes.h"
+#include "joule/passes/verify.h"
+
+namespace joule::passes {
+
+namespace {
+
+// Analysis passes, wrapped to the pass signature.
+PassResult infer_shapes_pass(ir::Graph& g, const PassOptions&) {
+  InferResult r = infer_shapes(g);
+  PassResult p;
+  p.info = {{"nodes_unknown", r.nodes_unknown}, {"constants", r.constants.size()}};
+  return p;
+}
+
+PassResult annotate_costs_pass(ir::Graph& g, const PassOptions&) {
+  infer_shapes(g);
+  CostTotals t = annotate_costs(g);
+  PassResult p;
+  p.info = {{"macs", t.macs}, {"flops", t.flops}, {"bytes", t.bytes}, {"nodes_without_shapes", t.nodes_without_shapes}};
+  return p;
+}
+
+}  // namespace
+
+const std::vector<PassDef>& all_passes() {
+  static const std::vector<PassDef> table = {
+      {"eliminate_identity", eliminate_identity, "remove Identity and inference-mode Dropout"},
+      {"fold_constants", fold_constants,
+       "evaluate nodes whose inputs are constants (incl. shapes of static tensors) into initializers"},
+      {"fold_batch_norm", fold_batch_norm, "fold BatchNormalization into the preceding Conv, Gemm or MatMul"},
+      {"eliminate_dead_code", eliminate_dead_code, "remove nodes whose outputs are unused, and unused initializers"},
+      {"infer_shapes", infer_shapes_pass, "analysis: infer every value's type and shape"},
+      {"annotate_costs", annotate_costs_pass, "analysis: write shapes and MACs/FLOPs/bytes into node metadata"},
+  };
+  return table;
+}
+
+const PassDef* find_pass(const std::string& name) {
+  for (auto& p : all_passes())
+    if (name == p.name) return &p;
+  return nullptr;
+}
+
+std::string pass_names() {
+  std::string r;
+  for (auto& p : all_passes()) r += (r.empty() ? "" : ", ") + std::string(p.name);
+  return r;
+}
+
+std::vector<std::string> default_pipeline() {
+  return {"eliminate_identity", "fold_constants", "fold_batch_norm", "eliminate_dead_code"};
+}
+
+std::vector<std::string> parse_pipeline(const std::string& spec) {
+  if (spec == "none" || spec.empty()) return {};
+  std::vector<std::string> names;
+  size_t start = 0;
+  while (start <= spec.size()) {
+    size_t comma = spec.find(',', start);
+    std::string item = spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    while (!item.empty() && item.front() == ' ') item.erase(item.begin());
+    while (!item.empty() && item.back() == ' ') item.pop_back();
+    if (item == "default") {
+      for (auto& d : default_pipeline()) names.push_back(d);
+    } else if (!item.empty() && item != "none") {
+      if (!find_pass(item))
+        fail("unknown pass '" + item + "'; valid passes: " + pass_names() + " (or 'default', 'none')");
+      names.push_back(item);
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return names;
+}
+
+nlohmann::json run_pipeline(ir::Graph& g, const std::vector<std::string>& names, const PassOptions& options) {
+  std::vector<const PassDef*> defs;
+  for (auto& n : names) {
+    const PassDef* d = find_pass(n);
+    if (!d) fail("unknown pass '" + n + "'; valid passes: " + pass_names());
+    defs.push_back(d);
+  }
+  nlohmann::json report = {{"passes", nlohmann::json::array()},
+                           {"nodes_before", g.nodes.size()},
+                           {"initializers_before", g.initializers.size()}};
+  double total_ms = 0;
+  for (const PassDef* d : defs) {
+    const size_t before = g.nodes.size();
+    auto t0 = std::chrono::steady_clock::now();
+    PassResult r = d->fn(g, options);
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    total_ms += ms;
+    if (options.verify) require_valid(g, std::string("after pass '") + d->name + "'");
+    report["passes"].push_back({{"pass", d->name},
+                                {"changed", r.changed},
+                                {"ms", ms},
+                                {"nodes_before", before},
+                                {"nodes_after", g.nodes.size()},
+                                {"info", r.info}});
+    if (options.after_pass) options.after_pass(d->name, g);
+  }
+  report["nodes_after"] = g.nodes.size();
+  report["initializers_after"] = g.initializers.size();
+  report["ms"] = total_ms;
+  return report;
+}
+
+size_t replace_uses(ir::Graph& g, const std::string& from, const std::string& to) {
+  size_t n = 0;
+  for (auto& node : g.nodes)
+    for (auto& in : node->inputs)
+      if (in == from) in = to, ++n;
+  return n;
+}
+
+}  // namespace joule::passes

@@ -1,0 +1,490 @@
+// Transform passes and the pass manager: each pass on small graphs built here (the rewrite
+// happened, and the outputs are those of the unrewritten graph on random inputs), and the
+// default pipeline on the real PyTorch models (still matching PyTorch).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+
+#include "graph_builder.h"
+#include "joule/core/npy.h"
+#include "joule/onnx/model_io.h"
+#include "joule/passes/pass.h"
+#include "joule/runtime/session.h"
+
+using namespace joule;
+using joule::testing::GraphBuilder;
+namespace fs = std::filesystem;
+
+namespace {
+
+Tensor random_tensor(const Shape& s, uint32_t seed, float lo = -1.f, float hi = 1.f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  Tensor t(DType::Float32, s);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
+  return t;
+}
+
+// max |a - b| / max |b|
+double rel_error(const Tensor& a, const Tensor& b) {
+  EXPECT_EQ(a.shape(), b.shape());
+  double diff = 0, scale = 0;
+  for (int64_t i = 0; i < b.numel(); ++i) {
+    diff = std::max(diff, std::fabs(a.value_as_double(i) - b.value_as_double(i)));
+    scale = std::max(scale, std::fabs(b.value_as_double(i)));
+  }
+  return diff / std::max(scale, 1e-30);
+}
+
+runtime::TensorMap random_inputs(const ir::Graph& g, uint32_t seed) {
+  runtime::TensorMap m;
+  for (auto& in : g.inputs) m[in] = random_tensor(g.type_of(in)->static_shape(), seed++);
+  return m;
+}
+
+runtime::TensorMap run(const ir::Graph& g, const runtime::TensorMap& in) {
+  runtime::SessionOptions o;
+  o.threads = 1;
+  runtime::Session s(g, o);
+  return s.run(in);
+}
+
+size_t count_op(const ir::Graph& g, const std::string& op) {
+  return static_cast<size_t>(std::count_if(g.nodes.begin(), g.nodes.end(), [&](auto& n) { return n->op_type == op; }));
+}
+
+passes::PassOptions verifying() {
+  passes::PassOptions o;
+  o.verify = true;
+  return o;
+}
+
+// Applies `pipeline` to a copy of g; checks I/O names kept and outputs unchanged on random inputs.
+ir::Graph apply_and_compare(const ir::Graph& g, const std::vector<std::string>& pipeline, double tol,
+                            nlohmann::json* report = nullptr, const passes::PassOptions& o = verifying()) {
+  ir::Graph h = g;
+  nlohmann::json r = passes::run_pipeline(h, pipeline, o);
+  if (report) *report = r;
+  EXPECT_EQ(h.inputs, g.inputs);
+  EXPECT_EQ(h.outputs, g.outputs);
+  for (uint32_t seed : {1u, 2u}) {
+    auto in = random_inputs(g, seed * 100);
+    auto want = run(g, in);
+    auto got = run(h, in);
+    for (auto& o : g.outputs) EXPECT_LE(rel_error(got.at(o), want.at(o)), tol) << "output " << o;
+  }
+  return h;
+}
+
+// BN parameters with non-trivial statistics for `c` channels, named prefix_{scale,b,mean,var}.
+GraphBuilder& bn_params(GraphBuilder& b, const std::string& prefix, int64_t c, uint32_t seed) {
+  return b.init(prefix + "_scale", random_tensor({c}, seed, 0.5f, 1.5f))
+      .init(prefix + "_b", random_tensor({c}, seed + 1))
+      .init(prefix + "_mean", random_tensor({c}, seed + 2))
+      .init(prefix + "_var", random_tensor({c}, seed + 3, 0.1f, 2.f));
+}
+
+std::vector<std::string> bn_inputs(const std::string& x, const std::string& p) {
+  return {x, p + "_scale", p + "_b", p + "_mean", p + "_var"};
+}
+
+ir::Graph conv_bn(bool bias, int64_t group, int64_t cin, int64_t cout) {
+  GraphBuilder b;
+  b.input("x", DType::Float32, {2, cin, 9, 9}).init("w", random_tensor({cout, cin / group, 3, 3}, 7));
+  std::vector<std::string> ins = {"x", "w"};
+  if (bias) {
+    b.init("bias", random_tensor({cout}, 8));
+    ins.push_back("bias");
+  }
+  bn_params(b, "bn", cout, 20);
+  b.node("Conv", ins, {"c"}, {{"group", group}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"strides", std::vector<int64_t>{2, 2}}})
+      .node("BatchNormalization", bn_inputs("c", "bn"), {"y"}, {{"epsilon", 1e-3f}})
+      .output("y");
+  return b.build();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- pass manager
+
+TEST(PassManager, ParsesPipelinesAndRejectsUnknownNames) {
+  EXPECT_TRUE(passes::parse_pipeline("none").empty());
+  EXPECT_EQ(passes::parse_pipeline("default"), passes::default_pipeline());
+  EXPECT_EQ(passes::parse_pipeline("fold_constants, eliminate_dead_code"),
+            (std::vector<std::string>{"fold_constants", "eliminate_dead_code"}));
+  try {
+    passes::parse_pipeline("fold_constants,fold_everything");
+    FAIL() << "unknown pass accepted";
+  } catch (const Error& e) {
+    EXPECT_TRUE(e.is_user_error());
+    std::string m = e.what();
+    EXPECT_NE(m.find("fold_everything"), std::string::npos) << m;
+    EXPECT_NE(m.find("fold_batch_norm"), std::string::npos) << m;  // names the valid ones
+  }
+  ir::Graph g;
+  EXPECT_THROW(passes::run_pipeline(g, {"nope"}), Error);
+  for (auto& name : passes::default_pipeline()) EXPECT_NE(passes::find_pass(name), nullptr) << name;
+}
+
+TEST(PassManager, ReportsEveryPassWithTimesAndCounts) {
+  ir::Graph g = conv_bn(false, 1, 3, 4);
+  std::vector<std::string> seen;
+  passes::PassOptions o = verifying();
+  o.after_pass = [&](const std::string& p, const ir::Graph&) { seen.push_back(p); };
+  nlohmann::json r;
+  apply_and_compare(g, passes::default_pipeline(), 1e-5, &r, o);
+  EXPECT_EQ(seen, passes::default_pipeline());
+  ASSERT_EQ(r["passes"].size(), passes::default_pipeline().size());
+  EXPECT_EQ(r["nodes_before"].get<size_t>(), 2u);
+  EXPECT_EQ(r["nodes_after"].get<size_t>(), 1u);
+  for (auto& p : r["passes"]) {
+    EXPECT_TRUE(p.contains("ms"));
+    EXPECT_TRUE(p["info"].is_object());
+  }
+  EXPECT_EQ(r["passes"][2]["pass"], "fold_batch_norm");
+  EXPECT_TRUE(r["passes"][2]["changed"].get<bool>());
+  EXPECT_EQ(r["passes"][2]["info"]["folded"].get<int>(), 1);
+}
+
+// ---------------------------------------------------------------- fold_batch_norm
+
+TEST(FoldBatchNorm, ConvWithoutBias) {
+  ir::Graph h = apply_and_compare(conv_bn(false, 1, 3, 5), {"fold_batch_norm"}, 1e-5);
+  ASSERT_EQ(h.nodes.size(), 1u);
+  EXPECT_EQ(h.nodes[0]->op_type, "Conv");
+  EXPECT_EQ(h.nodes[0]->outputs[0], "y");
+  ASSERT_EQ(h.nodes[0]->input_count(), 3u);  // bias created
+  EXPECT_TRUE(h.is_initializer(h.nodes[0]->inputs[2]));
+}
+
+TEST(FoldBatchNorm, ConvWithBias) {
+  ir::Graph h = apply_and_compare(conv_bn(true, 1, 3, 5), {"fold_batch_norm", "eliminate_dead_code"}, 1e-5);
+  ASSERT_EQ(h.nodes.size(), 1u);
+  EXPECT_EQ(h.nodes[0]->inputs[2], "bias");  // updated in place
+  EXPECT_EQ(h.initializers.size(), 2u);      // w, bias: the BN parameters are gone
+}
+
+TEST(FoldBatchNorm, GroupedAndDepthwiseConv) {
+  ir::Graph grouped = apply_and_compare(conv_bn(true, 2, 4, 6), {"fold_batch_norm"}, 1e-5);
+  EXPECT_EQ(count_op(grouped, "BatchNormalization"), 0u);
+  ir::Graph depthwise = apply_and_compare(conv_bn(false, 4, 4, 4), {"fold_batch_norm"}, 1e-5);
+  EXPECT_EQ(count_op(depthwise, "BatchNormalization"), 0u);
+  ir::Graph multiplier = apply_and_compare(conv_bn(false, 3, 3, 6), {"fold_batch_norm"}, 1e-5);
+  EXPECT_EQ(count_op(multiplier, "BatchNormalization"), 0u);
+}
+
+TEST(FoldBatchNorm, ConvBnChainFollowedByRelu) {
+  GraphBuilder b;
+  b.input("x", DType::Float32, {1, 3, 6, 6}).init("w", random_tensor({4, 3, 1, 1}, 3));
+  bn_params(b, "bn1", 4, 30);
+  bn_params(b, "bn2", 4, 40);
+  b.node("Conv", {"x", "w"}, {"c"})
+      .node("BatchNormalization", bn_inputs("c", "bn1"), {"b1"})
+      .node("BatchNormalization", bn_inputs("b1", "bn2"), {"b2"})
+      .node("Relu", {"b2"}, {"y"})
+      .output("y");
+  ir::Graph h = apply_and_compare(b.build(), passes::default_pipeline(), 1e-5);
+  EXPECT_EQ(count_op(h, "BatchNormalization"), 0u);
+  EXPECT_EQ(h.nodes.size(), 2u);
+}
+
+TEST(FoldBatchNorm, GemmTransB0And1) {
+  for (int64_t tb : {0, 1}) {
+    for (bool with_c : {false, true}) {
+      SCOPED_TRACE("transB=" + std::to_string(tb) + " C=" + std::to_string(with_c));
+      GraphBuilder b;
+      b.input("a", DType::Float32, {3, 5}).init("B", random_tensor(tb ? Shape{4, 5} : Shape{5, 4}, 9));
+      std::vector<std::string> ins = {"a", "B"};
+      if (with_c) {
+        b.init("C", random_tensor({4}, 10));
+        ins.push_back("C");
+      }
+      bn_params(b, "bn", 4, 50);
+      b.node("Gemm", ins, {"g"}, {{"transB", tb}, {"alpha", 0.5f}, {"beta", 2.f}})
+          .node("BatchNormalization", bn_inputs("g", "bn"), {"y"})
+          .output("y");
+      ir::Graph h = apply_and_compare(b.build(), {"fold_batch_norm"}, 1e-5);
+      ASSERT_EQ(h.nodes.size(), 1u);
+      EXPECT_EQ(h.nodes[0]->op_type, "Gemm");
+    }
+  }
+}
+
+TEST(FoldBatchNorm, MatMulOnlyWhenAxisOneIsTheFeatureAxis) {
+  auto build = [](Shape a_shape) {
+    GraphBuilder b;
+    b.input("a", DType::Float32, a_shape).init("W", random_tensor({5, 4}, 11));
+    bn_params(b, "bn", 4, 60);
+    b.node("MatMul", {"a", "W"}, {"m"}).node("BatchNormalization", bn_inputs("m", "bn"), {"y"}).output("y");
+    return b.build();
+  };
+  // [3,5] x [5,4] -> [3,4]: axis 1 is the feature axis; the BN becomes a bias Add.
+  ir::Graph h = apply_and_compare(build({3, 5}), {"fold_batch_norm"}, 1e-5);
+  EXPECT_EQ(count_op(h, "BatchNormalization"), 0u);
+  EXPECT_EQ(count_op(h, "Add"), 1u);
+  // [2,4,5] x [5,4] -> [2,4,4]: axis 1 is the sequence axis; folding would be wrong.
+  ir::Graph k = apply_and_compare(build({2, 4, 5}), {"fold_batch_norm"}, 1e-6);
+  EXPECT_EQ(count_op(k, "BatchNormalization"), 1u);
+}
+
+TEST(FoldBatchNorm, LeavesSharedWeightsSharedOutputsAndVariableParams) {
+  {  // weight read by two convs
+    GraphBuilder b;
+    b.input("x", DType::Float32, {1, 3, 5, 5}).init("w", random_tensor({3, 3, 3, 3}, 1));
+    bn_params(b, "bn", 3, 70);
+    b.node("Conv", {"x", "w"}, {"c1"})
+        .node("Conv", {"x", "w"}, {"c2"})
+        .node("BatchNormalization", bn_inputs("c1", "bn"), {"b1"})
+        .node("Add", {"b1", "c2"}, {"y"})
+        .output("y");
+    nlohmann::json r;
+    ir::Graph h = apply_and_compare(b.build(), {"fold_batch_norm"}, 1e-6, &r);
+    EXPECT_EQ(count_op(h, "BatchNormalization"), 1u);
+    EXPECT_EQ(r["passes"][0]["info"]["not_folded"]["weight_shared"].get<int>(), 1);
+  }
+  {  // conv output read by the BN and by a Relu
+    GraphBuilder b;
+    b.input("x", DType::Float32, {1, 3, 5, 5}).init("w", random_tensor({3, 3, 3, 3}, 1));
+    bn_params(b, "bn", 3, 70);
+    b.node("Conv", {"x", "w"}, {"c"})
+        .node("BatchNormalization", bn_inputs("c", "bn"), {"b1"})
+        .node("Relu", {"c"}, {"r"})
+        .node("Add", {"b1", "r"}, {"y"})
+        .output("y");
+    ir::Graph h = apply_and_compare(b.build(), {"fold_batch_norm"}, 1e-6);
+    EXPECT_EQ(count_op(h, "BatchNormalization"), 1u);
+  }
+  {  // conv output is also a graph output
+    ir::Graph g = conv_bn(false, 1, 3, 4);
+    g.outputs.push_back("c");
+    ir::Graph h = apply_and_compare(g, {"fold_batch_norm"}, 1e-6);
+    EXPECT_EQ(count_op(h, "BatchNormalization"), 1u);
+  }
+  {  // BN scale is a graph input
+    GraphBuilder b;
+    b.input("x", DType::Float32, {1, 3, 5, 5}).input("bn_scale", DType::Float32, {3});
+    b.init("w", random_tensor({3, 3, 3, 3}, 1))
+        .init("bn_b", random_tensor({3}, 2))
+        .init("bn_mean", random_tensor({3}, 3))
+        .init("bn_var", random_tensor({3}, 4, 0.5f, 1.f));
+    b.node("Conv", {"x", "w"}, {"c"}).node("BatchNormalization", bn_inputs("c", "bn"), {"y"}).output("y");
+    ir::Graph h = apply_and_compare(b.build(), {"fold_batch_norm"}, 1e-6);
+    EXPECT_EQ(count_op(h, "BatchNormalization"), 1u);
+  }
+}
+
+// ---------------------------------------------------------------- eliminate_identity
+
+TEST(EliminateIdentity, RemovesIdentityAndDropoutKeepingOutputNames) {
+  GraphBuilder b;
+  b.input("x", DType::Float32, {2, 3})
+      .init("ratio", Tensor::scalar<float>(0.3f))
+      .init("train", Tensor::scalar<bool>(false))
+      .node("Relu", {"x"}, {"r"})
+      .node("Identity", {"r"}, {"i1"})
+      .node("Dropout", {"i1", "ratio"}, {"d1"})
+      .node("Dropout", {"d1", "ratio", "train"}, {"d2"})
+      .node("Sigmoid", {"d2"}, {"s"})
+      .node("Identity", {"s"}, {"y"})  // graph output: Sigmoid is renamed to produce "y"
+      .node("Identity", {"r"}, {"y2"})  // graph output fed by a value other nodes read
+      .output("y")
+      .output("y2");
+  nlohmann::json r;
+  ir::Graph h = apply_and_compare(b.build(), {"eliminate_identity"}, 0, &r);
+  EXPECT_EQ(count_op(h, "Identity"), 0u);
+  EXPECT_EQ(count_op(h, "Dropout"), 0u);
+  EXPECT_EQ(h.nodes.size(), 2u);
+  auto& info = r["passes"][0]["info"];
+  EXPECT_EQ(info["identity_removed"].get<int>(), 3);
+  EXPECT_EQ(info["dropout_removed"].get<int>(), 2);
+}
+
+TEST(EliminateIdentity, KeepsWhatCannotGo) {
+  GraphBuilder b;
+  b.input("x", DType::Float32, {2, 3})
+      .input("train", DType::Bool, {})
+      .init("ratio", Tensor::scalar<float>(0.5f))
+      .node("Identity", {"x"}, {"y"})                                   // graph input -> graph output
+      .node("Relu", {"x"}, {"r"})
+      .node("Identity", {"r"}, {"y2"})                                  // r is a graph output too
+      .node("Dropout", {"r", "ratio", "train"}, {"d"})                 // training mode not known
+      .node("Dropout", {"d"}, {"d2", "mask"})                          // mask used
+      .node("Cast", {"mask"}, {"m"}, {{"to", int64_t{1}}})
+      .node("Add", {"d2", "m"}, {"z"})
+      .output("y")
+      .output("y2")
+      .output("r")
+      .output("z");
+  ir::Graph g = b.build();
+  ir::Graph h = g;
+  passes::run_pipeline(h, {"eliminate_identity"}, verifying());
+  EXPECT_EQ(count_op(h, "Identity"), 2u);
+  EXPECT_EQ(count_op(h, "Dropout"), 2u);
+  EXPECT_EQ(h.inputs, g.inputs);
+  EXPECT_EQ(h.outputs, g.outputs);
+}
+
+// ---------------------------------------------------------------- fold_constants
+
+// Shape -> Gather -> Unsqueeze -> Concat -> Reshape, as PyTorch exports flatten(x, 1).
+TEST(FoldConstants, ShapeSubgraphBecomesAReshapeWithAConstantShape) {
+  ir::Graph g = GraphBuilder()
+                    .input("x", DType::Float32, {2, 3, 4, 5})
+                    .init("idx0", Tensor::scalar<int64_t>(0))
+                    .init("axes", Tensor::from_vector<int64_t>({0}, {1}))
+                    .init("minus1", Tensor::from_vector<int64_t>({-1}, {1}))
+                    .node("Shape", {"x"}, {"s"})
+                    .node("Gather", {"s", "idx0"}, {"n"}, {{"axis", int64_t{0}}})
+                    .node("Unsqueeze", {"n", "axes"}, {"n1"})
+                    .node("Concat", {"n1", "minus1"}, {"shape"}, {{"axis", int64_t{0}}})
+                    .node("Reshape", {"x", "shape"}, {"flat"})
+                    .node("Relu", {"flat"}, {"y"})
+                    .output("y")
+                    .build();
+  ir::Graph h = apply_and_compare(g, {"fold_constants", "eliminate_dead_code"}, 0);
+  ASSERT_EQ(h.nodes.size(), 2u);
+  const ir::Node& reshape = *h.nodes[0];
+  EXPECT_EQ(reshape.op_type, "Reshape");
+  ASSERT_TRUE(h.is_initializer(reshape.inputs[1]));
+  EXPECT_EQ(h.initializers.at(reshape.inputs[1]).to_int_vector(), (std::vector<int64_t>{2, -1}));
+  EXPECT_EQ(h.initializers.size(), 1u);  // idx0, axes, minus1 removed as dead
+}
+
+TEST(FoldConstants, SymbolicShapesStayAtRunTime) {
+  ir::Graph g = GraphBuilder()
+                    .input_sym("x", DType::Float32, {ir::Dim{-1, "N"}, ir::Dim{6, ""}})
+                    .init("idx0", Tensor::scalar<int64_t>(0))
+                    .node("Shape", {"x"}, {"s"})
+                    .node("Gather", {"s", "idx0"}, {"n"}, {{"axis", int64_t{0}}})
+                    .node("Cast", {"n"}, {"y"}, {{"to", int64_t{1}}})
+                    .output("y")
+                    .build();
+  ir::Graph h = g;
+  nlohmann::json r = passes::run_pipeline(h, {"fold_constants"}, verifying());
+  EXPECT_EQ(h.nodes.size(), 3u);
+  EXPECT_FALSE(r["passes"][0]["changed"].get<bool>());
+}
+
+TEST(FoldConstants, ConstantNodesAndWeightArithmeticBecomeInitializers) {
+  Tensor big = random_tensor({300, 300}, 5);  // larger than the small-constant limit: no growth
+  ir::Graph g = GraphBuilder()
+                    .input("x", DType::Float32, {4, 300})
+                    .init("w", big)
+                    .node("Constant", {}, {"k"}, {{"value", Tensor::from_vector<float>({2.f}, {1})}})
+                    .node("Transpose", {"w"}, {"wt"})
+                    .node("Mul", {"wt", "k"}, {"w2"})
+                    .node("MatMul", {"x", "w2"}, {"y"})
+                    .output("y")
+                    .build();
+  ir::Graph h = apply_and_compare(g, {"fold_constants", "eliminate_dead_code"}, 1e-6);
+  ASSERT_EQ(h.nodes.size(), 1u);
+  EXPECT_EQ(h.nodes[0]->op_type, "MatMul");
+  EXPECT_EQ(h.initializers.size(), 1u);
+}
+
+TEST(FoldConstants, SizeLimitKeepsBigExpansionsAtRunTime) {
+  auto build = [](Shape target) {
+    return GraphBuilder()
+        .input("x", DType::Float32, target)
+        .init("c", Tensor::from_vector<float>({1.f, 2.f, 3.f, 4.f}, {4}))
+        .init("shape", Tensor::from_vector<int64_t>(target, {static_cast<int64_t>(target.size())}))
+        .node("Expand", {"c", "shape"}, {"e"})
+        .node("Add", {"x", "e"}, {"y"})
+        .output("y")
+        .build();
+  };
+  // Default limits: 512x256x4 floats from 7 constant elements is not folded.
+  nlohmann::json r;
+  ir::Graph h = apply_and_compare(build({512, 256, 4}), {"fold_constants"}, 0, &r);
+  EXPECT_EQ(count_op(h, "Expand"), 1u);
+  EXPECT_EQ(r["passes"][0]["info"]["skipped_size_limit"].get<int>(), 1);
+  // Small results are folded.
+  h = apply_and_compare(build({8, 4}), {"fold_constants"}, 0, &r);
+  EXPECT_EQ(count_op(h, "Expand"), 0u);
+  // The limits are options.
+  passes::PassOptions o = verifying();
+  o.fold_small_elements = 16;
+  o.fold_max_growth = 2;
+  h = apply_and_compare(build({8, 4}), {"fold_constants"}, 0, &r, o);
+  EXPECT_EQ(count_op(h, "Expand"), 1u);
+  o.fold_max_growth = 1e9;
+  h = apply_and_compare(build({512, 256, 4}), {"fold_constants"}, 0, &r, o);
+  EXPECT_EQ(count_op(h, "Expand"), 0u);
+}
+
+TEST(FoldConstants, NeverFoldsDropoutOrGraphOutputs) {
+  ir::Graph g = GraphBuilder()
+                    .input("x", DType::Float32, {3})
+                    .init("c", Tensor::from_vector<float>({1.f, 2.f, 3.f}, {3}))
+                    .node("Dropout", {"c"}, {"d"})
+                    .node("Neg", {"c"}, {"n"})
+                    .node("Add", {"x", "d"}, {"y"})
+                    .output("y")
+                    .output("n")
+                    .build();
+  ir::Graph h = apply_and_compare(g, {"fold_constants"}, 0);
+  EXPECT_EQ(count_op(h, "Dropout"), 1u);
+  EXPECT_EQ(count_op(h, "Neg"), 1u);
+}
+
+// ---------------------------------------------------------------- eliminate_dead_code
+
+TEST(EliminateDeadCode, RemovesUnusedNodesAndInitializers) {
+  ir::Graph g = GraphBuilder()
+                    .input("x", DType::Float32, {2, 3})
+                    .init("unused", random_tensor({10}, 1))
+                    .init("w", random_tensor({3}, 2))
+                    .node("Mul", {"x", "w"}, {"m"})
+                    .node("Relu", {"m"}, {"dead1"})
+                    .node("Neg", {"dead1"}, {"dead2"})
+                    .node("Sigmoid", {"m"}, {"y"})
+                    .output("y")
+                    .build();
+  nlohmann::json r;
+  ir::Graph h = apply_and_compare(g, {"eliminate_dead_code"}, 0, &r);
+  EXPECT_EQ(h.nodes.size(), 2u);
+  EXPECT_EQ(h.initializers.size(), 1u);
+  EXPECT_EQ(r["passes"][0]["info"]["nodes_removed"].get<int>(), 2);
+  EXPECT_EQ(r["passes"][0]["info"]["initializers_removed"].get<int>(), 1);
+  EXPECT_EQ(h.inputs, g.inputs);  // graph inputs stay even when unused
+}
+
+// ---------------------------------------------------------------- real models
+
+class PipelineOnPyTorchModel : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PipelineOnPyTorchModel, StillMatchesPyTorch) {
+  const char* root = std::getenv("JOULE_MODEL_DIR");
+  if (!root) GTEST_SKIP() << "JOULE_MODEL_DIR not set (make test exports the models)";
+  fs::path dir = fs::path(root) / GetParam();
+  ASSERT_TRUE(fs::exists(dir / "model.onnx")) << dir << " missing: run `make fixtures`";
+  ir::Graph g = onnx::load_model((dir / "model.onnx").string());
+  const auto in_names = g.inputs, out_names = g.outputs;
+  const size_t before = g.nodes.size();
+  const size_t bn_before = count_op(g, "BatchNormalization");
+  nlohmann::json r = passes::run_pipeline(g, passes::default_pipeline(), verifying());
+  std::printf("%-20s nodes %zu -> %zu, BatchNormalization %zu -> %zu, initializers %zu -> %zu, %.1f ms\n",
+              GetParam().c_str(), before, g.nodes.size(), bn_before, count_op(g, "BatchNormalization"),
+              r["initializers_before"].get<size_t>(), r["initializers_after"].get<size_t>(), r["ms"].get<double>());
+  EXPECT_EQ(g.inputs, in_names);
+  EXPECT_EQ(g.outputs, out_names);
+  if (GetParam() == "resnet18" || GetParam() == "mobilenet_v2") {
+    EXPECT_EQ(count_op(g, "BatchNormalization"), 0u);
+    EXPECT_LT(g.nodes.size(), before);
+  }
+  EXPECT_LE(g.nodes.size(), before);
+  runtime::Session s(std::move(g));
+  Tensor x = load_npy((dir / "input.npy").string());
+  Tensor ref = load_npy((dir / "output.npy").string());
+  auto out = s.run({{s.input_names()[0], x}});
+  double err = rel_error(out.at(s.output_names()[0]), ref);
+  std::printf("%-20s max rel err vs PyTorch %.3g\n", GetParam().c_str(), err);
+  EXPECT_LE(err, 1e-4);
+}
+
+INSTANTIATE_TEST_SUITE_P(Torchvision, PipelineOnPyTorchModel,
+                         ::testing::Values("resnet18", "mobilenet_v2", "mobilenet_v3_small", "vit_small",
+                                           "transformer_encoder"));
