@@ -452,6 +452,27 @@ TEST(EliminateDeadCode, RemovesUnusedNodesAndInitializers) {
   EXPECT_EQ(h.inputs, g.inputs);  // graph inputs stay even when unused
 }
 
+// An op joule lacks: the passes leave the graph for the Session to report, naming the node.
+TEST(PassManager, UnsupportedOpsAreLeftForTheSessionToReport) {
+  ir::Graph g = GraphBuilder()
+                    .input("x", DType::Float32, {2})
+                    .init("c", Tensor::from_vector<float>({1.f, 2.f}, {2}))
+                    .node("Frobnicate", {"x"}, {"a"}, {}, "frob1")
+                    .node("Add", {"a", "c"}, {"b"})
+                    .node("Identity", {"b"}, {"y"})
+                    .output("y")
+                    .build();
+  passes::PassOptions o;
+  o.verify = false;
+  EXPECT_NO_THROW(passes::run_pipeline(g, passes::default_pipeline(), o));
+  try {
+    runtime::Session s(g);
+    FAIL() << "unsupported op accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("frob1"), std::string::npos) << e.what();
+  }
+}
+
 // ---------------------------------------------------------------- real models
 
 class PipelineOnPyTorchModel : public ::testing::TestWithParam<std::string> {};

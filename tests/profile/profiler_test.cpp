@@ -240,6 +240,9 @@ TEST(Sweep, CartesianProductAndShapes) {
   SweepSpec sf;
   apply_stage("full", sf, o, true, false);
   EXPECT_EQ(o.runs, 7);  // an explicit --runs wins
+  EXPECT_EQ(sf.batches.size(), 40u);
+  EXPECT_EQ(sf.batches.front(), 1);
+  EXPECT_EQ(sf.batches.back(), 128);
   EXPECT_THROW(apply_stage("bogus", sf, o, false, false), Error);
 }
 

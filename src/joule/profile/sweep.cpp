@@ -26,7 +26,11 @@ void apply_stage(const std::string& stage, SweepSpec& spec, ProfileOptions& opt,
     runs = 10;
     warmup = 3;
   } else if (stage == "full") {
-    if (spec.batches.empty()) spec.batches = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64, 128};
+    // About 100 points on a small machine: 40 batch sizes (every size to 16, then coarser
+    // steps to 128) times every thread count.
+    if (spec.batches.empty()) {
+      for (int64_t b = 1; b <= 128; b += b < 16 ? 1 : b < 32 ? 2 : b < 64 ? 4 : 8) spec.batches.push_back(b);
+    }
     if (spec.threads.empty())
       for (int t = 1; t <= cores; ++t) spec.threads.push_back(t);
     runs = 30;
