@@ -5,6 +5,7 @@
 
 #include "joule/cli/commands.h"
 #include "joule/cli/util.h"
+#include "joule/passes/pass.h"
 #include "joule/profile/sweep.h"
 
 namespace joule::cli {
@@ -18,6 +19,7 @@ struct ProfileArgs {
   int warmup = 5, runs = 30, top = 15;
   double warmup_time = 0, min_time = 0, coverage = 0.9, energy_window = 0;
   bool quiet = false, no_layer_energy = false;
+  std::string passes = "default";
 };
 }  // namespace
 
@@ -54,6 +56,7 @@ Action add_profile(CLI::App& app) {
   app.add_option("--stage", a->stage, "preset sweep: sanity (1 point), quick (~10), full (~100)")
       ->check(CLI::IsMember({"sanity", "quick", "full"}));
   app.add_flag("-q,--quiet", a->quiet, "no progress on stderr");
+  app.add_option("--passes", a->passes, "graph passes before profiling (at each sweep point's shapes): none, default or a list");
   return [a, warm, runs] {
     const std::string path = resolve_model_path(a->model);
     ir::Graph g = load_model_or_default(path);
@@ -69,6 +72,7 @@ Action add_profile(CLI::App& app) {
     opt.meter.min_window_s = a->energy_window;
     if (!a->powercap_root.empty()) opt.meter.powercap_root = a->powercap_root;
     opt.layer_energy = !a->no_layer_energy;
+    opt.passes = passes::parse_pipeline(a->passes);
     profile::SweepSpec spec;
     spec.batches = a->batches;
     spec.input_sizes = a->sizes;

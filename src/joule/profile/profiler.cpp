@@ -11,6 +11,7 @@
 
 #include "joule/ops/op.h"
 #include "joule/passes/annotate_costs.h"
+#include "joule/passes/pass.h"
 #include "joule/runtime/inputs.h"
 
 namespace joule::profile {
@@ -114,11 +115,25 @@ void describe_input(const runtime::Session& s, ProfileResult& r) {
 }
 }  // namespace
 
+namespace {
+// The graph as it will run: input shapes of this point applied, then the pass pipeline.
+ir::Graph prepared(const ir::Graph& graph, const ProfileOptions& opt) {
+  ir::Graph g = graph;
+  for (auto& [name, shape] : opt.input_shapes) {
+    const ir::TensorType* t = g.type_of(name);
+    if (!t) fail("input shape given for '" + name + "', which is not a graph input");
+    g.types[name] = ir::TensorType::of(t->dtype, shape);
+  }
+  if (!opt.passes.empty()) passes::run_pipeline(g, opt.passes);
+  return g;
+}
+}  // namespace
+
 ProfileResult profile_model(const ir::Graph& graph, const ProfileOptions& opt, const runtime::TensorMap* given) {
   runtime::SessionOptions so;
   so.threads = opt.threads;
   so.input_shapes = opt.input_shapes;
-  runtime::Session session(graph, so);
+  runtime::Session session(prepared(graph, opt), so);
   runtime::TensorMap random;
   if (!given) random = runtime::random_inputs(session, opt.seed);
   const runtime::TensorMap& inputs = given ? *given : random;

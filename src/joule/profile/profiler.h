@@ -33,6 +33,9 @@ struct ProfileOptions {
   energy::MeterConfig meter;
   bool layer_energy = true;        // replay layers under the sensor
   std::map<std::string, Shape> input_shapes;  // session input shape overrides
+  // Graph passes applied before compiling, at the point's input shapes (so constant folding
+  // never pins a batch size or input size the sweep then changes). Empty: none.
+  std::vector<std::string> passes;
   uint32_t seed = 0;
 };
 
