@@ -1,7 +1,5 @@
 // Conv and ConvTranspose: hand-computed cases (from the ONNX operator docs) and randomised
 // comparisons against naive per-output-element loops.
-#include <chrono>
-#include <ctime>
 #include <cstdio>
 #include <random>
 
@@ -249,56 +247,6 @@ TEST(NnConv, RandomVsNaive) {
     expect_close(y, naive_conv(x, w, bias ? &b : nullptr, g, gr), 1e-4, 1e-4,
                  "iter " + std::to_string(iter) + " auto_pad " + ap);
     if (HasFailure()) return;
-  }
-}
-
-}  // namespace
-}  // namespace joule::testing::nn
-
-namespace joule::testing::nn {
-namespace {
-
-// Timing of all resnet18 convolutions (1.8 GMAC); run with --gtest_also_run_disabled_tests.
-TEST(NnConv, DISABLED_ResNet18Timing) {
-  struct L {
-    int64_t c, m, hw, k, s, reps;
-  };
-  const L layers[] = {{3, 64, 224, 7, 2, 1},   {64, 64, 56, 3, 1, 4},   {64, 128, 56, 3, 2, 1},
-                      {128, 128, 28, 3, 1, 3}, {64, 128, 56, 1, 2, 1},  {128, 256, 28, 3, 2, 1},
-                      {256, 256, 14, 3, 1, 3}, {128, 256, 28, 1, 2, 1}, {256, 512, 14, 3, 2, 1},
-                      {512, 512, 7, 3, 1, 3},  {256, 512, 14, 1, 2, 1}};
-  const ops::OpDef* def = ops::find_op("", "Conv");
-  for (int threads : {1, 2}) {
-    ThreadPool pool(threads);
-    double macs = 0;
-    const auto t0 = std::chrono::steady_clock::now();
-    const std::clock_t c0 = std::clock();
-    for (const L& l : layers) {
-      const std::clock_t tl = std::clock();
-      const double macs0 = macs;
-      const int64_t p = l.k / 2;
-      auto node =
-          make_node("Conv", 3, 1, {{"strides", Ints{l.s, l.s}}, {"pads", Ints{p, p, p, p}}});
-      Tensor x = random_tensor({1, l.c, l.hw, l.hw}, 1), w = random_tensor({l.m, l.c, l.k, l.k}, 2);
-      Tensor b = random_tensor({l.m}, 3);
-      for (int r = 0; r < l.reps; ++r) {
-        ops::KernelContext kc{node, 17, {&x, &w, &b}, {}, &pool};
-        kc.outputs.resize(1);
-        def->run(kc);
-        macs += static_cast<double>(kc.outputs[0].numel()) * static_cast<double>(l.c * l.k * l.k);
-      }
-      const double ls = static_cast<double>(std::clock() - tl) / CLOCKS_PER_SEC;
-      std::printf("  %3ld->%3ld %3ldx%-3ld k%ld s%ld: %.2f GMAC per cpu-second\n", static_cast<long>(l.c),
-                  static_cast<long>(l.m), static_cast<long>(l.hw), static_cast<long>(l.hw),
-                  static_cast<long>(l.k), static_cast<long>(l.s), (macs - macs0) / 1e9 / ls);
-    }
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const double cpu = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
-    std::printf(
-        "resnet18 convs: %.2f GMAC in %.2f s wall, %.2f s cpu with %d thread(s): %.2f GMAC per "
-        "cpu-second\n",
-        macs / 1e9, s, cpu, threads, macs / 1e9 / cpu);
-    EXPECT_GT(macs, 1.7e9);
   }
 }
 

@@ -81,6 +81,10 @@ decltype(auto) visit_dtype(DType t, Fn&& fn);
 template <class Fn>
 decltype(auto) visit_numeric(DType t, const char* what, Fn&& fn);
 
+// float32 / float64 only, for floating-point kernels; throws Unsupported naming `what`.
+template <class Fn>
+decltype(auto) visit_floating(DType t, const std::string& what, Fn&& fn);
+
 }  // namespace joule
 
 #include "joule/core/dtype_visit.h"

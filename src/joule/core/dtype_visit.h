@@ -43,4 +43,11 @@ decltype(auto) visit_numeric(DType t, const char* what, Fn&& fn) {
   fail_unsupported(std::string(what) + ": dtype " + dtype_name(t) + " is not supported");
 }
 
+template <class Fn>
+decltype(auto) visit_floating(DType t, const std::string& what, Fn&& fn) {
+  if (t == DType::Float32) return fn(TypeTag<float>{});
+  if (t == DType::Float64) return fn(TypeTag<double>{});
+  fail_unsupported(what + ": dtype " + dtype_name(t) + " is not supported (float32, float64)");
+}
+
 }  // namespace joule

@@ -36,16 +36,10 @@ void run(KernelContext& c) {
   const SpatialPlan p = plan_pool(c.node, X, true, &ys);
   const bool include_pad = c.node.attr_int("count_include_pad", 0) != 0;
   Tensor Y(X.dtype(), ys);
-  switch (X.dtype()) {
-    case DType::Float32:
-      avg_pool<float>(X, Y, p, include_pad, c.pool);
-      break;
-    case DType::Float64:
-      avg_pool<double>(X, Y, p, include_pad, c.pool);
-      break;
-    default:
-      fail_unsupported(c.node.where() + ": dtype " + dtype_name(X.dtype()));
-  }
+  visit_floating(X.dtype(), c.node.where(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    avg_pool<T>(X, Y, p, include_pad, c.pool);
+  });
   c.outputs[0] = Y;
 }
 

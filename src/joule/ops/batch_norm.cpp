@@ -87,25 +87,14 @@ void run(KernelContext& c) {
     b[static_cast<size_t>(ch)] = bias - mean * s;
   }
   Tensor Y(X.dtype(), X.shape());
-  switch (X.dtype()) {
-    case DType::Float32:
-      bn_kernel<float>(X, a, b, Y, c.pool);
-      break;
-    case DType::Float64:
-      bn_kernel<double>(X, a, b, Y, c.pool);
-      break;
-    default:
-      fail_unsupported(c.node.where() + ": dtype " + dtype_name(X.dtype()));
-  }
+  visit_floating(X.dtype(), c.node.where(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    bn_kernel<T>(X, a, b, Y, c.pool);
+  });
   c.outputs[0] = Y;
 }
 
-Cost cost(const CostContext& c) {
-  Cost r;
-  if (!c.in.empty()) r.flops = 2 * nn::numel_d(c.in[0]);
-  r.bytes = nn::io_bytes(c);
-  return r;
-}
+Cost cost(const CostContext& c) { return nn::per_element_cost(c, 2); }
 
 }  // namespace
 

@@ -175,16 +175,10 @@ void run(KernelContext& c) {
   Shape ys = {X.dim(0), W.dim(0)};
   for (int i = 0; i < nsp; ++i) ys.push_back(p.out[3 - nsp + i]);
   Tensor Y(X.dtype(), ys);
-  switch (X.dtype()) {
-    case DType::Float32:
-      conv_kernel<float>(X, W, B, Y, p, s.group, c.pool);
-      break;
-    case DType::Float64:
-      conv_kernel<double>(X, W, B, Y, p, s.group, c.pool);
-      break;
-    default:
-      fail_unsupported(c.node.where() + ": dtype " + dtype_name(X.dtype()));
-  }
+  visit_floating(X.dtype(), c.node.where(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    conv_kernel<T>(X, W, B, Y, p, s.group, c.pool);
+  });
   c.outputs[0] = Y;
 }
 

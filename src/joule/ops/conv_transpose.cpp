@@ -161,16 +161,10 @@ void run(KernelContext& c) {
     ys.push_back(p.out[j]);
   }
   Tensor Y(X.dtype(), ys);
-  switch (X.dtype()) {
-    case DType::Float32:
-      conv_transpose<float>(X, W, B, Y, p, s.group, c.pool);
-      break;
-    case DType::Float64:
-      conv_transpose<double>(X, W, B, Y, p, s.group, c.pool);
-      break;
-    default:
-      fail_unsupported(c.node.where() + ": dtype " + dtype_name(X.dtype()));
-  }
+  visit_floating(X.dtype(), c.node.where(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    conv_transpose<T>(X, W, B, Y, p, s.group, c.pool);
+  });
   c.outputs[0] = Y;
 }
 

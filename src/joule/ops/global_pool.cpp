@@ -62,16 +62,10 @@ void run(KernelContext& c) {
   ys.resize(static_cast<size_t>(X.rank()), 1);
   const double pw = static_cast<double>(c.node.attr_float("p", 2.f));
   Tensor Y(X.dtype(), ys);
-  switch (X.dtype()) {
-    case DType::Float32:
-      global_pool<float>(X, Y, K, pw, c.pool);
-      break;
-    case DType::Float64:
-      global_pool<double>(X, Y, K, pw, c.pool);
-      break;
-    default:
-      fail_unsupported(c.node.where() + ": dtype " + dtype_name(X.dtype()));
-  }
+  visit_floating(X.dtype(), c.node.where(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    global_pool<T>(X, Y, K, pw, c.pool);
+  });
   c.outputs[0] = Y;
 }
 

@@ -63,25 +63,14 @@ void run(KernelContext& c) {
            std::to_string(X.dim(1)) + " channels");
   const double eps = c.node.attr_float("epsilon", 1e-5f);
   Tensor Y(X.dtype(), X.shape());
-  switch (X.dtype()) {
-    case DType::Float32:
-      instance_norm<float>(X, S, B, Y, eps, c.pool);
-      break;
-    case DType::Float64:
-      instance_norm<double>(X, S, B, Y, eps, c.pool);
-      break;
-    default:
-      fail_unsupported(c.node.where() + ": dtype " + dtype_name(X.dtype()));
-  }
+  visit_floating(X.dtype(), c.node.where(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    instance_norm<T>(X, S, B, Y, eps, c.pool);
+  });
   c.outputs[0] = Y;
 }
 
-Cost cost(const CostContext& c) {
-  Cost r;
-  if (!c.in.empty()) r.flops = 6 * nn::numel_d(c.in[0]);
-  r.bytes = nn::io_bytes(c);
-  return r;
-}
+Cost cost(const CostContext& c) { return nn::per_element_cost(c, 6); }
 
 }  // namespace
 

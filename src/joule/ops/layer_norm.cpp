@@ -107,16 +107,10 @@ void run(KernelContext& c) {
   const double eps = c.node.attr_float("epsilon", 1e-5f);
   Tensor Y(X.dtype(), X.shape());
   std::vector<double> mean(static_cast<size_t>(outer)), inv(static_cast<size_t>(outer));
-  switch (X.dtype()) {
-    case DType::Float32:
-      layer_norm<float>(X, Y, mean.data(), inv.data(), outer, inner, scale, bias, eps, c.pool);
-      break;
-    case DType::Float64:
-      layer_norm<double>(X, Y, mean.data(), inv.data(), outer, inner, scale, bias, eps, c.pool);
-      break;
-    default:
-      fail_unsupported(c.node.where() + ": dtype " + dtype_name(X.dtype()));
-  }
+  visit_floating(X.dtype(), c.node.where(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    layer_norm<T>(X, Y, mean.data(), inv.data(), outer, inner, scale, bias, eps, c.pool);
+  });
   c.outputs[0] = X0.dtype() == X.dtype() ? Y : Y.cast(X0.dtype());
   Shape st_shape = X.shape();
   for (int64_t d = axis; d < r; ++d) st_shape[static_cast<size_t>(d)] = 1;

@@ -36,16 +36,10 @@ void run(KernelContext& c) {
   const double pw = static_cast<double>(c.node.attr_float("p", 2.f));
   if (!(pw > 0)) fail(c.node.where() + ": p must be positive");
   Tensor Y(X.dtype(), ys);
-  switch (X.dtype()) {
-    case DType::Float32:
-      lp_pool<float>(X, Y, p, pw, c.pool);
-      break;
-    case DType::Float64:
-      lp_pool<double>(X, Y, p, pw, c.pool);
-      break;
-    default:
-      fail_unsupported(c.node.where() + ": dtype " + dtype_name(X.dtype()));
-  }
+  visit_floating(X.dtype(), c.node.where(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    lp_pool<T>(X, Y, p, pw, c.pool);
+  });
   c.outputs[0] = Y;
 }
 

@@ -58,16 +58,10 @@ void run(KernelContext& c) {
   const double alpha = c.node.attr_float("alpha", 1e-4f), beta = c.node.attr_float("beta", 0.75f);
   const double bias = c.node.attr_float("bias", 1.f);
   Tensor Y(X.dtype(), X.shape());
-  switch (X.dtype()) {
-    case DType::Float32:
-      lrn<float>(X, Y, size, alpha, beta, bias, c.pool);
-      break;
-    case DType::Float64:
-      lrn<double>(X, Y, size, alpha, beta, bias, c.pool);
-      break;
-    default:
-      fail_unsupported(c.node.where() + ": dtype " + dtype_name(X.dtype()));
-  }
+  visit_floating(X.dtype(), c.node.where(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    lrn<T>(X, Y, size, alpha, beta, bias, c.pool);
+  });
   c.outputs[0] = Y;
 }
 

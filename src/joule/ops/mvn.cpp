@@ -54,25 +54,14 @@ void run(KernelContext& c) {
   for (size_t d = 0; d < stat.size(); ++d)
     if (f[d]) stat[d] = 1;
   Tensor Y(X.dtype(), X.shape());
-  switch (X.dtype()) {
-    case DType::Float32:
-      mvn<float>(X, Y, stat);
-      break;
-    case DType::Float64:
-      mvn<double>(X, Y, stat);
-      break;
-    default:
-      fail_unsupported(c.node.where() + ": dtype " + dtype_name(X.dtype()));
-  }
+  visit_floating(X.dtype(), c.node.where(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    mvn<T>(X, Y, stat);
+  });
   c.outputs[0] = Y;
 }
 
-Cost cost(const CostContext& c) {
-  Cost r;
-  if (!c.in.empty()) r.flops = 6 * nn::numel_d(c.in[0]);
-  r.bytes = nn::io_bytes(c);
-  return r;
-}
+Cost cost(const CostContext& c) { return nn::per_element_cost(c, 6); }
 
 }  // namespace
 

@@ -24,6 +24,15 @@ inline double io_bytes(const CostContext& c) {
 
 inline double numel_d(const Shape& s) { return static_cast<double>(shape_numel(s)); }
 
+// Cost of an op doing `flops_per_element` operations per element of input 0 (normalisations,
+// softmax); bytes = all inputs and outputs.
+inline Cost per_element_cost(const CostContext& c, double flops_per_element) {
+  Cost r;
+  if (!c.in.empty()) r.flops = flops_per_element * numel_d(c.in[0]);
+  r.bytes = io_bytes(c);
+  return r;
+}
+
 inline bool is_half(DType t) { return t == DType::Float16 || t == DType::BFloat16; }
 
 // For float kernels without a native Float16/BFloat16 path: when input 0 is a half type,

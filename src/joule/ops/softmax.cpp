@@ -94,16 +94,10 @@ void run(KernelContext& c) {
     c.outputs[0] = Y;
     return;
   }
-  switch (X.dtype()) {
-    case DType::Float32:
-      softmax_kernel<float>(X.data<float>(), Y.data<float>(), outer, n, inner, K, c.pool);
-      break;
-    case DType::Float64:
-      softmax_kernel<double>(X.data<double>(), Y.data<double>(), outer, n, inner, K, c.pool);
-      break;
-    default:
-      fail_unsupported(c.node.where() + ": dtype " + dtype_name(X.dtype()));
-  }
+  visit_floating(X.dtype(), c.node.where(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    softmax_kernel<T>(X.data<T>(), Y.data<T>(), outer, n, inner, K, c.pool);
+  });
   c.outputs[0] = Y;
 }
 
