@@ -122,3 +122,25 @@ TEST(Cli, GraphWritesDotAndSvg) {
   ASSERT_EQ(s.code, 0) << s.out;
   EXPECT_NE(read_file((dir() / "g.svg").string()).find("<svg"), std::string::npos);
 }
+
+TEST(Cli, InfoInputShapeResolvesSymbolicDims) {
+  ir::Graph g = GraphBuilder()
+                    .input_sym("x", DType::Float32, {ir::Dim{-1, "N"}, ir::Dim{3, ""}})
+                    .init("w", joule::testing::iota_tensor({3, 4}))
+                    .node("MatMul", {"x", "w"}, {"y"})
+                    .output("y")
+                    .build();
+  auto p = (dir() / "sym.onnx").string();
+  onnx::save_model(g, p);
+  Result before = joule_cmd("info --format json " + p);
+  ASSERT_EQ(before.code, 0) << before.out;
+  EXPECT_EQ(nlohmann::json::parse(before.out)["total"]["nodes_without_shapes"].get<int>(), 1);
+  Result after = joule_cmd("info --format json --input-shape x=5,3 " + p);
+  ASSERT_EQ(after.code, 0) << after.out;
+  auto j = nlohmann::json::parse(after.out);
+  EXPECT_DOUBLE_EQ(j["total"]["macs"].get<double>(), 5.0 * 3 * 4);
+  EXPECT_EQ(j["outputs"][0]["shape"].get<std::string>(), "[5,4]");
+  Result bad = joule_cmd("info --input-shape 5,3,2 " + p);
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find("rank 2"), std::string::npos) << bad.out;
+}

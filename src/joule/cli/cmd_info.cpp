@@ -12,6 +12,7 @@ struct InfoArgs {
   std::string format = "table";
   bool nodes = false;
   std::string after_passes;  // empty: the model as loaded
+  std::vector<std::string> input_shapes;
 };
 
 void print_table(const nlohmann::json& j, bool nodes) {
@@ -25,6 +26,9 @@ void print_table(const nlohmann::json& j, bool nodes) {
   fmt::print("nodes: {}   parameters: {} ({})   MACs: {}   FLOPs: {}\n", j["num_nodes"].get<size_t>(),
              human_count(j["parameters"].get<double>()), human_bytes(j["weight_bytes"].get<double>()),
              human_count(j["total"]["macs"].get<double>()), human_count(j["total"]["flops"].get<double>()));
+  if (size_t unknown = j["total"]["nodes_without_shapes"].get<size_t>())
+    fmt::print("  ({} node{} with non-static shapes (symbolic dims) not counted in MACs/FLOPs)\n", unknown,
+               unknown == 1 ? "" : "s");
   fmt::print("\n{:<28} {:>6} {:>10} {:>10} {:>7}\n", "op", "count", "MACs", "params", "%MACs");
   double total = std::max(1.0, j["total"]["macs"].get<double>());
   for (auto& h : j["op_histogram"])
@@ -54,11 +58,13 @@ Action add_info(CLI::App& app) {
   app.add_option("model", a->model, "ONNX model file")->required();
   app.add_option("--format", a->format, "table or json")->check(CLI::IsMember({"table", "json"}));
   app.add_flag("--nodes", a->nodes, "also list every node with its cost (table format)");
+  app.add_option("--input-shape", a->input_shapes, "NAME=1,3,224,224 (or just the dims for one input): resolve symbolic dims");
   app.add_flag("--after-passes{default}", a->after_passes,
                "show the model after a pass pipeline: --after-passes (default pipeline) or --after-passes=LIST");
   return [a] {
     ir::Graph g = load_model_or_default(a->model);
     nlohmann::json pipeline;
+    apply_input_shapes(g, a->input_shapes);
     if (!a->after_passes.empty()) pipeline = apply_passes(g, a->after_passes);
     nlohmann::json j = passes::model_info(g);
     if (!pipeline.is_null()) j["passes"] = pipeline;

@@ -74,6 +74,36 @@ runtime::TensorMap bind_inputs(const std::vector<std::string>& specs, const std:
   return m;
 }
 
+void apply_input_shapes(ir::Graph& g, const std::vector<std::string>& specs) {
+  for (const std::string& spec : specs) {
+    auto eq = spec.find('=');
+    std::string name = eq == std::string::npos ? "" : spec.substr(0, eq);
+    std::string dims = eq == std::string::npos ? spec : spec.substr(eq + 1);
+    if (name.empty()) {
+      if (g.inputs.size() != 1) fail("--input-shape " + spec + ": the model has several inputs, write NAME=DIMS");
+      name = g.inputs[0];
+    }
+    if (std::find(g.inputs.begin(), g.inputs.end(), name) == g.inputs.end())
+      fail("--input-shape " + spec + ": '" + name + "' is not an input of the model");
+    Shape shape;
+    size_t pos = 0;
+    while (pos <= dims.size()) {
+      size_t comma = dims.find(',', pos);
+      std::string item = dims.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+      char* end = nullptr;
+      long long v = std::strtoll(item.c_str(), &end, 10);
+      if (item.empty() || *end != '\0' || v < 0) fail("--input-shape " + spec + ": '" + item + "' is not a dimension");
+      shape.push_back(v);
+      if (comma == std::string::npos) break;
+      pos = comma + 1;
+    }
+    const ir::TensorType* t = g.type_of(name);
+    if (t && t->has_shape && t->dims.size() != shape.size())
+      fail("--input-shape " + spec + ": the model declares " + t->str() + " (rank " + std::to_string(t->dims.size()) + ")");
+    g.types[name] = ir::TensorType::of(t ? t->dtype : DType::Float32, shape);
+  }
+}
+
 std::string safe_filename(const std::string& s) {
   std::string r = s;
   for (char& c : r)

@@ -16,6 +16,10 @@ std::string resolve_model_path(const std::string& path);
 // Every input must be bound.
 runtime::TensorMap bind_inputs(const std::vector<std::string>& specs, const std::vector<std::string>& names);
 
+// Applies "--input-shape NAME=1,3,224,224" (or "1,3,224,224" for a one-input model) to the
+// graph's declared input types, resolving symbolic dims for inference and cost analysis.
+void apply_input_shapes(ir::Graph& g, const std::vector<std::string>& specs);
+
 // Replaces characters outside [A-Za-z0-9._-] with '_' (output file names).
 std::string safe_filename(const std::string& s);
 
