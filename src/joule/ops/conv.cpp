@@ -160,10 +160,7 @@ void run(KernelContext& c) {
   const Tensor& W = c.in(1);
   const Tensor* B = c.has(2) ? c.inputs[2] : nullptr;
   nn::check_same_dtypes(c, 0, 3);
-  if (X.rank() < 3) fail(c.node.where() + ": input rank " + std::to_string(X.rank()) + " < 3");
-  if (W.rank() != X.rank())
-    fail(c.node.where() + ": weight " + W.describe() + " does not match input " + X.describe());
-  const int nsp = X.rank() - 2;
+  const int nsp = check_conv_operands(c, X, W);
   const Shape xs(X.shape().begin() + 2, X.shape().end());
   const Shape wk(W.shape().begin() + 2, W.shape().end());
   ConvSetup s = read_setup(c.node, nsp, wk);

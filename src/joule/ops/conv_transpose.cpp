@@ -130,10 +130,7 @@ void run(KernelContext& c) {
   const Tensor& W = c.in(1);
   const Tensor* B = c.has(2) ? c.inputs[2] : nullptr;
   nn::check_same_dtypes(c, 0, 3);
-  if (X.rank() < 3) fail(c.node.where() + ": input rank " + std::to_string(X.rank()) + " < 3");
-  if (W.rank() != X.rank())
-    fail(c.node.where() + ": weight " + W.describe() + " does not match input " + X.describe());
-  const int nsp = X.rank() - 2;
+  const int nsp = check_conv_operands(c, X, W);
   if (nsp > 3) fail_unsupported(c.node.where() + ": more than 3 spatial dimensions");
   const Setup s = read_setup(c.node, nsp, Shape(W.shape().begin() + 2, W.shape().end()));
   if (X.dim(1) != W.dim(0) || W.dim(0) % s.group != 0)

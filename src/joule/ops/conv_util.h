@@ -231,4 +231,13 @@ inline int64_t conv_transpose_out_dim(const ConvGeometry& g, const ir::Node& n, 
   return out;
 }
 
+// Rank checks shared by Conv and ConvTranspose kernels: X is [N, C, spatial...] and W has
+// the same rank. Returns the number of spatial dims.
+inline int check_conv_operands(const KernelContext& c, const Tensor& X, const Tensor& W) {
+  if (X.rank() < 3) fail(c.node.where() + ": input rank " + std::to_string(X.rank()) + " < 3");
+  if (W.rank() != X.rank())
+    fail(c.node.where() + ": weight " + W.describe() + " does not match input " + X.describe());
+  return X.rank() - 2;
+}
+
 }  // namespace joule::ops
