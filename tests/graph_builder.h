@@ -46,6 +46,22 @@ class GraphBuilder {
   ir::Graph g;
 };
 
+// Shape -> Gather -> Unsqueeze -> Concat -> Reshape of a [2,3,4,5] input "x" into value
+// "flat" ([2,60]), as PyTorch exports flatten(x, 1). No outputs set.
+inline GraphBuilder torch_flatten_graph() {
+  GraphBuilder b;
+  b.input("x", DType::Float32, {2, 3, 4, 5})
+      .init("idx0", Tensor::scalar<int64_t>(0))
+      .init("axes", Tensor::from_vector<int64_t>({0}, {1}))
+      .init("minus1", Tensor::from_vector<int64_t>({-1}, {1}))
+      .node("Shape", {"x"}, {"s"})
+      .node("Gather", {"s", "idx0"}, {"n"}, {{"axis", int64_t{0}}})
+      .node("Unsqueeze", {"n", "axes"}, {"n1"})
+      .node("Concat", {"n1", "minus1"}, {"shape"}, {{"axis", int64_t{0}}})
+      .node("Reshape", {"x", "shape"}, {"flat"});
+  return b;
+}
+
 inline Tensor iota_tensor(Shape s, float start = 0.f, float step = 1.f) {
   Tensor t(DType::Float32, std::move(s));
   for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = start + step * static_cast<float>(i);

@@ -11,21 +11,10 @@ using joule::testing::GraphBuilder;
 
 // Shape -> Gather -> Unsqueeze -> Concat -> Reshape, as PyTorch exports flatten(x, 1).
 TEST(InferShapes, PropagatesConstantsThroughShapeSubgraph) {
-  ir::Graph g = GraphBuilder()
-                    .input("x", DType::Float32, {2, 3, 4, 5})
-                    .init("idx0", Tensor::scalar<int64_t>(0))
-                    .init("axes", Tensor::from_vector<int64_t>({0}, {1}))
-                    .init("minus1", Tensor::from_vector<int64_t>({-1}, {1}))
-                    .node("Shape", {"x"}, {"s"})
-                    .node("Gather", {"s", "idx0"}, {"n"}, {{"axis", int64_t{0}}})
-                    .node("Unsqueeze", {"n", "axes"}, {"n1"})
-                    .node("Concat", {"n1", "minus1"}, {"shape"}, {{"axis", int64_t{0}}})
-                    .node("Reshape", {"x", "shape"}, {"y"})
-                    .output("y")
-                    .build();
+  ir::Graph g = joule::testing::torch_flatten_graph().output("flat").build();
   auto r = passes::infer_shapes(g);
-  ASSERT_TRUE(g.type_of("y")->is_static());
-  EXPECT_EQ(g.type_of("y")->static_shape(), (Shape{2, 60}));
+  ASSERT_TRUE(g.type_of("flat")->is_static());
+  EXPECT_EQ(g.type_of("flat")->static_shape(), (Shape{2, 60}));
   ASSERT_TRUE(r.constants.count("shape"));
   EXPECT_EQ(r.constants["shape"].to_int_vector(), (std::vector<int64_t>{2, -1}));
 }

@@ -331,16 +331,7 @@ TEST(EliminateIdentity, KeepsWhatCannotGo) {
 
 // Shape -> Gather -> Unsqueeze -> Concat -> Reshape, as PyTorch exports flatten(x, 1).
 TEST(FoldConstants, ShapeSubgraphBecomesAReshapeWithAConstantShape) {
-  ir::Graph g = GraphBuilder()
-                    .input("x", DType::Float32, {2, 3, 4, 5})
-                    .init("idx0", Tensor::scalar<int64_t>(0))
-                    .init("axes", Tensor::from_vector<int64_t>({0}, {1}))
-                    .init("minus1", Tensor::from_vector<int64_t>({-1}, {1}))
-                    .node("Shape", {"x"}, {"s"})
-                    .node("Gather", {"s", "idx0"}, {"n"}, {{"axis", int64_t{0}}})
-                    .node("Unsqueeze", {"n", "axes"}, {"n1"})
-                    .node("Concat", {"n1", "minus1"}, {"shape"}, {{"axis", int64_t{0}}})
-                    .node("Reshape", {"x", "shape"}, {"flat"})
+  ir::Graph g = joule::testing::torch_flatten_graph()
                     .node("Relu", {"flat"}, {"y"})
                     .output("y")
                     .build();

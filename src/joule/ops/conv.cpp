@@ -30,10 +30,6 @@ void check_channels(const ir::Node& n, int64_t c_in, int64_t w_c, int64_t m, int
          std::to_string(group));
 }
 
-int64_t static_or(const ir::TensorType& t, size_t i) {
-  return t.has_shape && i < t.dims.size() && t.dims[i].is_static() ? t.dims[i].value : -1;
-}
-
 void infer(InferContext& c) {
   const ir::TensorType& x = c.in(0);
   const ir::TensorType& w = c.in(1);
@@ -50,7 +46,7 @@ void infer(InferContext& c) {
   const std::vector<int64_t> wk =
       w.has_shape ? spatial_dims(w) : std::vector<int64_t>(static_cast<size_t>(nsp), -1);
   ConvSetup s = read_setup(c.node, nsp, wk);
-  check_channels(c.node, static_or(x, 1), static_or(w, 1), static_or(w, 0), s.group);
+  check_channels(c.node, static_dim_or(x, 1), static_dim_or(w, 1), static_dim_or(w, 0), s.group);
   if (c.has(2)) {
     const ir::TensorType& b = c.in(2);
     if (b.has_shape && b.dims.size() != 1) fail(c.node.where() + ": bias must be 1-D");
@@ -188,7 +184,7 @@ Cost cost(const CostContext& c) {
         c.in.size() >= 3 && c.in_types.size() >= 3 && c.in_types[2] != DType::Undefined;
     r.flops = 2 * r.macs + (bias ? nn::numel_d(c.out[0]) : 0);
   }
-  r.bytes = nn::io_bytes(c);
+  r.bytes = io_bytes(c);
   return r;
 }
 

@@ -38,10 +38,6 @@ Setup read_setup(const ir::Node& n, int nsp, const std::vector<int64_t>& w_kerne
   return s;
 }
 
-int64_t static_or(const ir::TensorType& t, size_t i) {
-  return t.has_shape && i < t.dims.size() && t.dims[i].is_static() ? t.dims[i].value : -1;
-}
-
 void infer(InferContext& c) {
   const ir::TensorType& x = c.in(0);
   const ir::TensorType& w = c.in(1);
@@ -57,7 +53,7 @@ void infer(InferContext& c) {
   const std::vector<int64_t> wk =
       w.has_shape ? spatial_dims(w) : std::vector<int64_t>(static_cast<size_t>(nsp), -1);
   const Setup s = read_setup(c.node, nsp, wk);
-  const int64_t cin = static_or(x, 1), wc = static_or(w, 0), wm = static_or(w, 1);
+  const int64_t cin = static_dim_or(x, 1), wc = static_dim_or(w, 0), wm = static_dim_or(w, 1);
   if (cin >= 0 && wc >= 0 && cin != wc)
     fail(c.node.where() + ": input has " + std::to_string(cin) + " channels, weight " +
          std::to_string(wc));
@@ -66,7 +62,7 @@ void infer(InferContext& c) {
   o.dims = {x.dims[0], wm >= 0 ? ir::Dim{wm * s.group, ""} : ir::Dim{}};
   for (int i = 0; i < nsp; ++i) {
     const int64_t v = conv_transpose_out_dim(
-        s.g, c.node, i, static_or(x, static_cast<size_t>(i) + 2),
+        s.g, c.node, i, static_dim_or(x, static_cast<size_t>(i) + 2),
         s.output_padding[static_cast<size_t>(i)], s.output_shape[static_cast<size_t>(i)]);
     o.dims.push_back(v >= 0 ? ir::Dim{v, ""} : ir::Dim{});
   }
@@ -175,7 +171,7 @@ Cost cost(const CostContext& c) {
         c.in.size() >= 3 && c.in_types.size() >= 3 && c.in_types[2] != DType::Undefined;
     r.flops = 2 * r.macs + (bias && !c.out.empty() ? nn::numel_d(c.out[0]) : 0);
   }
-  r.bytes = nn::io_bytes(c);
+  r.bytes = io_bytes(c);
   return r;
 }
 

@@ -231,6 +231,11 @@ inline int64_t conv_transpose_out_dim(const ConvGeometry& g, const ir::Node& n, 
   return out;
 }
 
+// Dim i of a type when static, -1 otherwise.
+inline int64_t static_dim_or(const ir::TensorType& t, size_t i) {
+  return t.has_shape && i < t.dims.size() && t.dims[i].is_static() ? t.dims[i].value : -1;
+}
+
 // Rank checks shared by Conv and ConvTranspose kernels: X is [N, C, spatial...] and W has
 // the same rank. Returns the number of spatial dims.
 inline int check_conv_operands(const KernelContext& c, const Tensor& X, const Tensor& W) {

@@ -335,7 +335,7 @@ void run(KernelContext& c) {
 
 Cost cost(const CostContext& c) {
   Cost r;
-  r.bytes = nn::io_bytes(c);
+  r.bytes = io_bytes(c);
   std::vector<int64_t> ranks;
   for (const Shape& s : c.in) ranks.push_back(static_cast<int64_t>(s.size()));
   try {

@@ -101,7 +101,7 @@ Cost cost(const CostContext& c) {
         c.in.size() >= 3 && c.in_types.size() >= 3 && c.in_types[2] != DType::Undefined;
     r.flops = 2 * r.macs + nn::numel_d(c.out[0]) * (has_c ? 3 : 1);
   }
-  r.bytes = nn::io_bytes(c);
+  r.bytes = io_bytes(c);
   return r;
 }
 

@@ -128,7 +128,7 @@ Cost cost(const CostContext& c) {
   Cost r;
   // mean, variance (sub, mul, add), normalise (sub, mul), scale and bias: ~8 flops/element
   if (!c.in.empty()) r.flops = 8 * nn::numel_d(c.in[0]);
-  r.bytes = nn::io_bytes(c);
+  r.bytes = io_bytes(c);
   return r;
 }
 

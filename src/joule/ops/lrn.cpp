@@ -69,7 +69,7 @@ Cost cost(const CostContext& c) {
   Cost r;
   if (!c.in.empty())
     r.flops = nn::numel_d(c.in[0]) * (2.0 * static_cast<double>(c.node.attr_int("size", 1)) + 13.0);
-  r.bytes = nn::io_bytes(c);
+  r.bytes = io_bytes(c);
   return r;
 }
 

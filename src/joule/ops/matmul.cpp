@@ -73,7 +73,7 @@ Cost cost(const CostContext& c) {
     r.macs = nn::numel_d(c.out[0]) * k;
     r.flops = 2 * r.macs;
   }
-  r.bytes = nn::io_bytes(c);
+  r.bytes = io_bytes(c);
   return r;
 }
 

@@ -8,20 +8,6 @@
 
 namespace joule::ops::nn {
 
-// Bytes of all inputs + outputs of a node (absent / unknown ones count 0).
-inline double io_bytes(const CostContext& c) {
-  double b = 0;
-  for (size_t i = 0; i < c.in.size(); ++i)
-    if (i < c.in_types.size() && c.in_types[i] != DType::Undefined)
-      b += static_cast<double>(shape_numel(c.in[i])) *
-           static_cast<double>(dtype_size(c.in_types[i]));
-  for (size_t i = 0; i < c.out.size(); ++i)
-    if (i < c.out_types.size() && c.out_types[i] != DType::Undefined)
-      b += static_cast<double>(shape_numel(c.out[i])) *
-           static_cast<double>(dtype_size(c.out_types[i]));
-  return b;
-}
-
 inline double numel_d(const Shape& s) { return static_cast<double>(shape_numel(s)); }
 
 // Cost of an op doing `flops_per_element` operations per element of input 0 (normalisations,

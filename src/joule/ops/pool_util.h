@@ -102,7 +102,7 @@ inline Cost pool_cost(const CostContext& c) {
     for (int64_t k : c.node.attr_ints("kernel_shape")) kvol *= static_cast<double>(k);
     r.flops = nn::numel_d(c.out[0]) * kvol;
   }
-  r.bytes = nn::io_bytes(c);
+  r.bytes = io_bytes(c);
   return r;
 }
 

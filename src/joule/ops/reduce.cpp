@@ -303,12 +303,7 @@ void run(KernelContext& c) {
   c.outputs[0] = Y;
 }
 
-Cost cost(const CostContext& c) {
-  Cost r;
-  if (!c.in.empty()) r.flops = nn::numel_d(c.in[0]);
-  r.bytes = nn::io_bytes(c);
-  return r;
-}
+Cost cost(const CostContext& c) { return nn::per_element_cost(c, 1); }
 
 }  // namespace
 

@@ -3,7 +3,7 @@
 #include <map>
 #include <utility>
 
-#include "joule/ops/op.h"
+#include "joule/ops/util.h"
 
 namespace joule::ops {
 
@@ -38,13 +38,8 @@ const OpDef* find_op(const std::string& domain, const std::string& type) {
 Cost node_cost(const OpDef& def, const CostContext& c) {
   if (def.cost) return def.cost(c);
   Cost r;
-  for (size_t i = 0; i < c.out.size(); ++i) {
-    double n = static_cast<double>(shape_numel(c.out[i]));
-    r.flops += n;
-    r.bytes += n * static_cast<double>(dtype_size(c.out_types[i]));
-  }
-  for (size_t i = 0; i < c.in.size(); ++i)
-    r.bytes += static_cast<double>(shape_numel(c.in[i])) * static_cast<double>(dtype_size(c.in_types[i]));
+  for (const Shape& s : c.out) r.flops += static_cast<double>(shape_numel(s));
+  r.bytes = io_bytes(c);
   return r;
 }
 

@@ -105,7 +105,7 @@ Cost cost(const CostContext& c) {
   Cost r;
   // max, subtract, exp (~10), sum, scale per element
   if (!c.in.empty()) r.flops = 14 * nn::numel_d(c.in[0]);
-  r.bytes = nn::io_bytes(c);
+  r.bytes = io_bytes(c);
   return r;
 }
 

@@ -111,6 +111,17 @@ int64_t BroadcastIndexer::offset(int64_t i) const {
   return o;
 }
 
+double io_bytes(const CostContext& c) {
+  double b = 0;
+  auto add = [&b](const std::vector<Shape>& shapes, const std::vector<DType>& types) {
+    for (size_t i = 0; i < shapes.size() && i < types.size(); ++i)
+      b += static_cast<double>(shape_numel(shapes[i])) * static_cast<double>(dtype_size(types[i]));
+  };
+  add(c.in, c.in_types);
+  add(c.out, c.out_types);
+  return b;
+}
+
 std::vector<int64_t> int_list_input(const KernelContext& c, size_t i) {
   if (!c.has(i)) return {};
   return c.inputs[i]->to_int_vector();

@@ -73,6 +73,9 @@ Tensor map_unary(const Tensor& in, F f) {
   return out;
 }
 
+// Bytes of all inputs and outputs of a node (absent or untyped ones count 0).
+double io_bytes(const CostContext& c);
+
 // Reads an optional int64 list input (e.g. Slice starts, Reshape shape) as a vector.
 std::vector<int64_t> int_list_input(const KernelContext& c, size_t i);
 
@@ -81,12 +84,7 @@ std::vector<int64_t> int_list_input(const KernelContext& c, size_t i);
 // bytes = all inputs + outputs.
 inline Cost data_movement_cost(const CostContext& c) {
   Cost r;
-  for (size_t i = 0; i < c.in.size(); ++i)
-    r.bytes += static_cast<double>(shape_numel(c.in[i])) *
-               static_cast<double>(dtype_size(i < c.in_types.size() ? c.in_types[i] : DType::Undefined));
-  for (size_t i = 0; i < c.out.size(); ++i)
-    r.bytes += static_cast<double>(shape_numel(c.out[i])) *
-               static_cast<double>(dtype_size(i < c.out_types.size() ? c.out_types[i] : DType::Undefined));
+  r.bytes = io_bytes(c);
   return r;
 }
 
