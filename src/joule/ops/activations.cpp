@@ -14,7 +14,7 @@ namespace {
 // F::kIntegers: whether integer dtypes are accepted.
 template <class F>
 void run_activation(KernelContext& c) {
-  if (run_through_float(c, run_activation<F>)) return;
+  if (run_half_as_float(c, run_activation<F>)) return;
   const F f(c.node);
   const Tensor& x = c.in(0);
   const DType t = x.dtype();

@@ -51,7 +51,7 @@ void arg_kernel(const T* x, int64_t* y, int64_t outer, int64_t n, int64_t inner,
 template <bool Max>
 void run(KernelContext& c) {
   const Tensor& X0 = c.in(0);
-  const Tensor X = nn::is_half(X0.dtype()) ? X0.cast(DType::Float32) : X0;
+  const Tensor X = is_half(X0.dtype()) ? X0.cast(DType::Float32) : X0;
   const int64_t rank = X.rank();
   const int64_t axis = normalize_axis(c.node.attr_int("axis", 0), rank, c.node);
   const bool keep = c.node.attr_int("keepdims", 1) != 0;

@@ -30,7 +30,7 @@ void avg_pool(const Tensor& X, Tensor& Y, const SpatialPlan& p, bool include_pad
 }
 
 void run(KernelContext& c) {
-  if (nn::run_half_as_float(c, run)) return;
+  if (run_half_as_float(c, run)) return;
   const Tensor& X = c.in(0);
   Shape ys;
   const SpatialPlan p = plan_pool(c.node, X, true, &ys);

@@ -67,7 +67,7 @@ void bn_kernel(const Tensor& X, const std::vector<double>& a, const std::vector<
 
 void run(KernelContext& c) {
   check_or_fail(c.node, c.opset);
-  if (nn::run_half_as_float(c, run)) return;
+  if (run_half_as_float(c, run)) return;
   const Tensor& X = c.in(0);
   if (X.rank() < 2) fail(c.node.where() + ": input rank must be >= 2, got " + X.describe());
   const int64_t C = X.dim(1);

@@ -27,7 +27,7 @@ Tensor second_input(const KernelContext& c) {
 // Op: constructed from the node; `T operator()(T, T) const`; `static bool accepts(DType)`.
 template <class Op>
 void run_same_dtype(KernelContext& c) {
-  if (run_through_float(c, run_same_dtype<Op>)) return;
+  if (run_half_as_float(c, run_same_dtype<Op>)) return;
   check_same_dtype(c, 0, 2);
   const Tensor& a = c.in(0);
   const Tensor b = second_input(c);
@@ -164,7 +164,7 @@ void infer_pow(InferContext& c) {
 }
 
 void run_pow(KernelContext& c) {
-  if (run_through_float(c, run_pow)) return;
+  if (run_half_as_float(c, run_pow)) return;
   const Tensor& a = c.in(0);
   const Tensor& e_in = c.in(1);
   const Shape out = broadcast_shapes(

@@ -21,7 +21,7 @@ void infer(InferContext& c) {
 }
 
 void run(KernelContext& c) {
-  if (run_through_float(c, run)) return;
+  if (run_half_as_float(c, run)) return;
   check_same_dtype(c, 0, c.inputs.size());
   const Tensor& x = c.in(0);
   visit_numeric(x.dtype(), c.node.where().c_str(), [&](auto tag) {

@@ -15,7 +15,7 @@ void infer_bool(InferContext& c) {
 // Pred: `bool operator()(T, T) const` for any T; kBool: whether bool inputs are accepted.
 template <class Pred, bool kBool>
 void run_compare(KernelContext& c) {
-  if (run_through_float(c, run_compare<Pred, kBool>)) return;
+  if (run_half_as_float(c, run_compare<Pred, kBool>)) return;
   check_same_dtype(c, 0, 2);
   const Tensor& a = c.in(0);
   const Tensor& b_in = c.in(1);

@@ -121,7 +121,7 @@ void conv_transpose(const Tensor& X, const Tensor& W, const Tensor* B, Tensor& Y
 }
 
 void run(KernelContext& c) {
-  if (nn::run_half_as_float(c, run)) return;
+  if (run_half_as_float(c, run)) return;
   const Tensor& X = c.in(0);
   const Tensor& W = c.in(1);
   const Tensor* B = c.has(2) ? c.inputs[2] : nullptr;

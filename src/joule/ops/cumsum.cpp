@@ -42,7 +42,7 @@ void cumsum(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, bool excl
 }
 
 void run(KernelContext& c) {
-  if (nn::run_half_as_float(c, run)) return;
+  if (run_half_as_float(c, run)) return;
   const Tensor& X = c.in(0);
   const Tensor& A = c.in(1);
   if (A.numel() != 1 || A.rank() > 1)

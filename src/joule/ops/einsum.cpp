@@ -309,7 +309,7 @@ void einsum_two(const Equation& e, const Tensor& A, const Tensor& B, const std::
 }
 
 void run(KernelContext& c) {
-  if (nn::run_half_as_float(c, run)) return;
+  if (run_half_as_float(c, run)) return;
   if (c.inputs.empty()) fail(c.node.where() + ": Einsum needs at least one input");
   nn::check_same_dtypes(c, 0, c.inputs.size());
   const std::vector<Shape> shapes = input_shapes(c);

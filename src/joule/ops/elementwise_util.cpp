@@ -3,7 +3,6 @@
 namespace joule::ops {
 
 namespace {
-bool is_half(DType t) { return t == DType::Float16 || t == DType::BFloat16; }
 
 template <class Ctx>
 void check_same_dtype_impl(const Ctx& c, DType (*dtype_of_input)(const Ctx&, size_t), size_t first,
@@ -21,35 +20,6 @@ void check_same_dtype_impl(const Ctx& c, DType (*dtype_of_input)(const Ctx&, siz
   }
 }
 }  // namespace
-
-bool run_through_float(KernelContext& c, void (*run)(KernelContext&)) {
-  bool any = false;
-  for (size_t i = 0; i < c.inputs.size(); ++i)
-    if (c.has(i) && is_half(c.inputs[i]->dtype())) any = true;
-  if (!any) return false;
-  std::vector<Tensor> widened(c.inputs.size());
-  KernelContext wc{c.node, c.opset, {}, {}, c.pool};
-  for (size_t i = 0; i < c.inputs.size(); ++i) {
-    if (!c.has(i)) {
-      wc.inputs.push_back(nullptr);
-      continue;
-    }
-    if (is_half(c.inputs[i]->dtype())) {
-      widened[i] = c.inputs[i]->cast(DType::Float32);
-      wc.inputs.push_back(&widened[i]);
-    } else {
-      wc.inputs.push_back(c.inputs[i]);
-    }
-  }
-  wc.outputs.resize(c.outputs.size());
-  run(wc);
-  const DType back = c.has(0) ? c.inputs[0]->dtype() : DType::Undefined;
-  for (size_t i = 0; i < wc.outputs.size(); ++i) {
-    Tensor& o = wc.outputs[i];
-    c.outputs[i] = (is_half(back) && o.dtype() == DType::Float32) ? o.cast(back) : o;
-  }
-  return true;
-}
 
 Cost transcendental_cost(const CostContext& c) {
   Cost r;

@@ -10,12 +10,6 @@
 
 namespace joule::ops {
 
-// Float16/BFloat16 support for kernels written for float32/float64: when any input is
-// Float16 or BFloat16, converts those inputs to Float32, calls `run` on them and converts the
-// Float32 outputs back to input 0's original dtype (when input 0 was a half type). Returns
-// false (doing nothing) when no input is a half type.
-bool run_through_float(KernelContext& c, void (*run)(KernelContext&));
-
 // Output type = input 0's type (infer_same_as_input as a plain OpDef::infer function).
 inline void infer_same_type(InferContext& c) { infer_same_as_input(c, 0); }
 

@@ -59,7 +59,7 @@ void gemm(const Tensor& A, const Tensor& B, const Tensor* C, Tensor& Y, bool ta,
 }
 
 void run(KernelContext& c) {
-  if (nn::run_half_as_float(c, run)) return;
+  if (run_half_as_float(c, run)) return;
   const Tensor& A = c.in(0);
   const Tensor& B = c.in(1);
   const Tensor* C = c.has(2) ? c.inputs[2] : nullptr;

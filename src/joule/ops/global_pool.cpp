@@ -55,7 +55,7 @@ void global_pool(const Tensor& X, Tensor& Y, Kind kind, double pw, ThreadPool* p
 
 template <Kind K>
 void run(KernelContext& c) {
-  if (nn::run_half_as_float(c, run<K>)) return;
+  if (run_half_as_float(c, run<K>)) return;
   const Tensor& X = c.in(0);
   if (X.rank() < 2) fail(c.node.where() + ": input rank must be >= 2, got " + X.describe());
   Shape ys = {X.dim(0), X.dim(1)};

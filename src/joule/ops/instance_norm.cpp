@@ -52,7 +52,7 @@ void instance_norm(const Tensor& X, const Tensor& S, const Tensor& B, Tensor& Y,
 }
 
 void run(KernelContext& c) {
-  if (nn::run_half_as_float(c, run)) return;
+  if (run_half_as_float(c, run)) return;
   const Tensor& X = c.in(0);
   const Tensor& S = c.in(1);
   const Tensor& B = c.in(2);

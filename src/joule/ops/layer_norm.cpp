@@ -95,7 +95,7 @@ void layer_norm(const Tensor& X, Tensor& Y, double* mean_out, double* inv_out, i
 void run(KernelContext& c) {
   const Tensor& X0 = c.in(0);
   // Half types are normalised in float32 (statistics are kept in double anyway).
-  const Tensor X = nn::is_half(X0.dtype()) ? X0.cast(DType::Float32) : X0;
+  const Tensor X = is_half(X0.dtype()) ? X0.cast(DType::Float32) : X0;
   c.in(1);  // Scale is required
   const int64_t r = X.rank();
   const int64_t axis = normalize_axis(c.node.attr_int("axis", -1), r, c.node);

@@ -29,7 +29,7 @@ void lp_pool(const Tensor& X, Tensor& Y, const SpatialPlan& p, double pw, Thread
 }
 
 void run(KernelContext& c) {
-  if (nn::run_half_as_float(c, run)) return;
+  if (run_half_as_float(c, run)) return;
   const Tensor& X = c.in(0);
   Shape ys;
   const SpatialPlan p = plan_pool(c.node, X, true, &ys);

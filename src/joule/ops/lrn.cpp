@@ -50,7 +50,7 @@ void lrn(const Tensor& X, Tensor& Y, int64_t size, double alpha, double beta, do
 }
 
 void run(KernelContext& c) {
-  if (nn::run_half_as_float(c, run)) return;
+  if (run_half_as_float(c, run)) return;
   const Tensor& X = c.in(0);
   if (X.rank() < 2) fail(c.node.where() + ": input rank must be >= 2, got " + X.describe());
   const int64_t size = c.node.attr_int("size", 0);

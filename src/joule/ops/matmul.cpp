@@ -33,7 +33,7 @@ void infer(InferContext& c) {
 }
 
 void run(KernelContext& c) {
-  if (nn::run_half_as_float(c, run)) return;
+  if (run_half_as_float(c, run)) return;
   const Tensor& A = c.in(0);
   const Tensor& B = c.in(1);
   nn::check_same_dtypes(c, 0, 2);

@@ -47,7 +47,7 @@ void mvn(const Tensor& X, Tensor& Y, const Shape& stat_shape) {
 }
 
 void run(KernelContext& c) {
-  if (nn::run_half_as_float(c, run)) return;
+  if (run_half_as_float(c, run)) return;
   const Tensor& X = c.in(0);
   const std::vector<bool> f = reduced_axes(c.node, X.rank());
   Shape stat = X.shape();

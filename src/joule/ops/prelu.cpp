@@ -26,7 +26,7 @@ void infer(InferContext& c) {
 }
 
 void run(KernelContext& c) {
-  if (run_through_float(c, run)) return;
+  if (run_half_as_float(c, run)) return;
   check_same_dtype(c, 0, 2);
   const Tensor& x = c.in(0);
   const Tensor& slope = c.in(1);

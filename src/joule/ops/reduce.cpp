@@ -276,7 +276,7 @@ void reduce_typed(R kind, const Tensor& X, Tensor& Y, const Plan& p, ThreadPool*
 
 template <R K>
 void run(KernelContext& c) {
-  if (nn::run_half_as_float(c, run<K>)) return;
+  if (run_half_as_float(c, run<K>)) return;
   const Tensor& X = c.in(0);
   const bool axes_given = c.has(1) && c.inputs[1]->numel() > 0;
   const auto axes = read_axes(c.node, K, c.opset, axes_given ? c.inputs[1] : nullptr, axes_given);

@@ -76,7 +76,7 @@ void softmax_kernel(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, K
 
 template <Kind K>
 void run(KernelContext& c) {
-  if (nn::run_half_as_float(c, run<K>)) return;
+  if (run_half_as_float(c, run<K>)) return;
   const Tensor& X = c.in(0);
   const int64_t r = X.rank();
   int64_t axis = c.node.attr_int("axis", default_axis(c.opset));

@@ -72,7 +72,7 @@ void topk(const T* x, T* vals, int64_t* idx, int64_t outer, int64_t n, int64_t i
 
 void run(KernelContext& c) {
   const Tensor& X0 = c.in(0);
-  const Tensor X = nn::is_half(X0.dtype()) ? X0.cast(DType::Float32) : X0;
+  const Tensor X = is_half(X0.dtype()) ? X0.cast(DType::Float32) : X0;
   const int64_t k = known_k(c.node, c.opset, c.opset >= 10 ? &c.in(1) : nullptr);
   if (X.rank() == 0) fail(c.node.where() + ": input must have rank >= 1");
   const int64_t axis = normalize_axis(c.node.attr_int("axis", -1), X.rank(), c.node);

@@ -17,7 +17,7 @@ namespace {
 // out = F::apply(x) for float32/float64 (halves through float32).
 template <class F>
 void run_float(KernelContext& c) {
-  if (run_through_float(c, run_float<F>)) return;
+  if (run_half_as_float(c, run_float<F>)) return;
   const Tensor& x = c.in(0);
   switch (x.dtype()) {
     case DType::Float32:
@@ -34,7 +34,7 @@ void run_float(KernelContext& c) {
 // Same for every numeric dtype (floats and integers).
 template <class F>
 void run_numeric(KernelContext& c) {
-  if (run_through_float(c, run_numeric<F>)) return;
+  if (run_half_as_float(c, run_numeric<F>)) return;
   const Tensor& x = c.in(0);
   visit_numeric(x.dtype(), c.node.where().c_str(), [&](auto tag) {
     using T = typename decltype(tag)::type;

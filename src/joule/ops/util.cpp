@@ -111,6 +111,35 @@ int64_t BroadcastIndexer::offset(int64_t i) const {
   return o;
 }
 
+bool run_half_as_float(KernelContext& c, void (*run)(KernelContext&)) {
+  bool any = false;
+  for (size_t i = 0; i < c.inputs.size(); ++i)
+    if (c.has(i) && is_half(c.inputs[i]->dtype())) any = true;
+  if (!any) return false;
+  std::vector<Tensor> widened(c.inputs.size());
+  KernelContext wc{c.node, c.opset, {}, {}, c.pool};
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    if (!c.has(i)) {
+      wc.inputs.push_back(nullptr);
+      continue;
+    }
+    if (is_half(c.inputs[i]->dtype())) {
+      widened[i] = c.inputs[i]->cast(DType::Float32);
+      wc.inputs.push_back(&widened[i]);
+    } else {
+      wc.inputs.push_back(c.inputs[i]);
+    }
+  }
+  wc.outputs.resize(c.outputs.size());
+  run(wc);
+  const DType back = c.has(0) ? c.inputs[0]->dtype() : DType::Undefined;
+  for (size_t i = 0; i < wc.outputs.size(); ++i) {
+    Tensor& o = wc.outputs[i];
+    c.outputs[i] = (is_half(back) && o.dtype() == DType::Float32) ? o.cast(back) : o;
+  }
+  return true;
+}
+
 double io_bytes(const CostContext& c) {
   double b = 0;
   auto add = [&b](const std::vector<Shape>& shapes, const std::vector<DType>& types) {

@@ -73,6 +73,13 @@ Tensor map_unary(const Tensor& in, F f) {
   return out;
 }
 
+inline bool is_half(DType t) { return t == DType::Float16 || t == DType::BFloat16; }
+
+// For kernels without a native float16/bfloat16 path: when any input is a half type, runs
+// `run` on float32 copies of the half inputs and converts float32 outputs back to input 0's
+// half type (when input 0 is one). Returns false, doing nothing, when no input is half.
+bool run_half_as_float(KernelContext& c, void (*run)(KernelContext&));
+
 // Bytes of all inputs and outputs of a node (absent or untyped ones count 0).
 double io_bytes(const CostContext& c);
 

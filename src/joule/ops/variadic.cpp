@@ -33,7 +33,7 @@ struct SumFn {
 // Folds the inputs left to right with Fn; Mean divides the sum by the input count.
 template <class Fn, bool kMean>
 void run(KernelContext& c) {
-  if (run_through_float(c, run<Fn, kMean>)) return;
+  if (run_half_as_float(c, run<Fn, kMean>)) return;
   if (c.inputs.empty()) fail(c.node.where() + ": needs at least one input");
   check_same_dtype(c, 0, c.inputs.size());
   std::vector<Shape> shapes;
