@@ -13,7 +13,7 @@ using namespace joule;
 
 TEST(FashionCnn, MatchesPyTorchLogitsOnSamples) {
   const std::string dir = std::string(JOULE_SOURCE_DIR) + "/models/";
-  runtime::Session s(onnx::load_model(dir + "fashion_cnn.onnx"), {1, {}});
+  runtime::Session s(onnx::load_model(dir + "fashion_cnn.onnx"), {1, {}, {}});
   Tensor x = load_npy(dir + "fashion_cnn_sample.npy");
   Tensor logits = load_npy(dir + "fashion_cnn_sample_logits.npy");
   Tensor labels = load_npy(dir + "fashion_cnn_sample_labels.npy");

@@ -85,7 +85,8 @@ std::string run_case(const fs::path& dir) {
     if (!set.is_directory() || set.path().filename().string().rfind("test_data_set", 0) != 0) continue;
     runtime::TensorMap inputs;
     std::vector<Tensor> expected;
-    runtime::SessionOptions opt{1, {}};
+    runtime::SessionOptions opt;
+    opt.threads = 1;
     try {
       auto in_files = sorted_files(set.path(), "input_");
       auto out_files = sorted_files(set.path(), "output_");

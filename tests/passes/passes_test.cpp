@@ -188,7 +188,9 @@ TEST(FoldBatchNorm, ConvBnChainFollowedByRelu) {
       .output("y");
   ir::Graph h = apply_and_compare(b.build(), passes::default_pipeline(), 1e-5);
   EXPECT_EQ(count_op(h, "BatchNormalization"), 0u);
-  EXPECT_EQ(h.nodes.size(), 2u);
+  ASSERT_EQ(h.nodes.size(), 1u);  // the Relu is fused too
+  EXPECT_EQ(h.nodes[0]->op_type, "FusedConv");
+  EXPECT_EQ(h.nodes[0]->attr_string("activation", ""), "Relu");
 }
 
 TEST(FoldBatchNorm, GemmTransB0And1) {

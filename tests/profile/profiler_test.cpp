@@ -54,6 +54,7 @@ ProfileOptions quick() {
   o.threads = 1;
   o.warmup = 1;
   o.runs = 5;
+  o.algo.add("reference");
   return o;
 }
 }  // namespace
@@ -105,11 +106,11 @@ TEST(Profiler, LayersAttributionAndOpTypes) {
 }
 
 TEST(Profiler, AlgorithmColumnReadsNodeMetadata) {
-  ir::Graph g = cnn();
-  g.nodes[0]->meta["software"]["algorithm"] = "winograd";
-  ProfileResult r = profile_model(g, quick());
+  ProfileOptions o = quick();
+  o.algo.add("conv1=onednn");
+  ProfileResult r = profile_model(cnn(), o);
   EXPECT_EQ(r.algorithm, "mixed");
-  for (auto& L : r.layers) EXPECT_EQ(L.algorithm, L.name == "conv1" ? "winograd" : "reference");
+  for (auto& L : r.layers) EXPECT_EQ(L.algorithm, L.name == "conv1" ? "onednn" : "reference");
 }
 
 TEST(Profiler, JsonCsvAndTraceSchemas) {

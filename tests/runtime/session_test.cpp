@@ -33,7 +33,7 @@ struct Recorder : runtime::Observer {
 
 TEST(Session, RunsAndFreesIntermediates) {
   const int64_t size = 1 << 16;
-  runtime::Session s(chain(10, size), {1, {}});
+  runtime::Session s(chain(10, size), {1, {}, {}});
   Tensor x = joule::testing::iota_tensor({size}, -100.f);
   auto out = s.run({{"x", x}});
   const Tensor& y = out.at("v9");
@@ -49,7 +49,7 @@ TEST(Session, RunsAndFreesIntermediates) {
 }
 
 TEST(Session, ObserversSeeEveryNodeInOrder) {
-  runtime::Session s(chain(3, 4), {1, {}});
+  runtime::Session s(chain(3, 4), {1, {}, {}});
   Recorder r;
   s.add_observer(&r);
   s.run({{"x", Tensor(DType::Float32, {4})}});
@@ -60,7 +60,7 @@ TEST(Session, ObserversSeeEveryNodeInOrder) {
 }
 
 TEST(Session, BadInputsAreClearErrors) {
-  runtime::Session s(chain(2, 4), {1, {}});
+  runtime::Session s(chain(2, 4), {1, {}, {}});
   auto msg = [&](const runtime::TensorMap& in) -> std::string {
     try {
       s.run(in);
@@ -101,7 +101,7 @@ TEST(Session, SymbolicBatchAcceptsAnySize) {
                     .node("Relu", {"x"}, {"y"})
                     .output("y")
                     .build();
-  runtime::Session s(g, {2, {}});
+  runtime::Session s(g, {2, {}, {}});
   EXPECT_EQ(s.run({{"x", Tensor(DType::Float32, {5, 3})}}).at("y").shape(), (Shape{5, 3}));
   EXPECT_EQ(s.run({{"x", Tensor(DType::Float32, {1, 3})}}).at("y").shape(), (Shape{1, 3}));
   EXPECT_EQ(s.threads(), 2);

@@ -16,6 +16,7 @@ struct BenchArgs {
   int threads = 0, warmup = 5, runs = 30;
   std::string format = "table";
   std::string passes = "default";
+  AlgoFlags algo;
 };
 }  // namespace
 
@@ -29,8 +30,10 @@ Action add_bench(CLI::App& app) {
   app.add_option("--format", a->format, "table or json")->check(CLI::IsMember({"table", "json"}));
   app.add_option("--passes", a->passes, "graph passes before timing: none, default or a comma-separated list")
       ->capture_default_str();
+  add_algo_options(app, a->algo);
   return [a] {
     runtime::SessionOptions opt;
+    opt.algo = a->algo.spec();
     opt.threads = a->threads;
     const std::string path = resolve_model_path(a->model);
     ir::Graph g = load_model_or_default(path);

@@ -13,7 +13,46 @@ struct InfoArgs {
   bool nodes = false;
   std::string after_passes;  // empty: the model as loaded
   std::vector<std::string> input_shapes;
+  bool plan = false;
+  int threads = 0;
+  AlgoFlags algo;
 };
+
+// The session's plan: algorithm per node (from node metadata written by the Session).
+nlohmann::json plan_json(const runtime::Session& s) {
+  nlohmann::json steps = nlohmann::json::array();
+  std::map<std::string, int> count;
+  for (size_t i = 0; i < s.num_steps(); ++i) {
+    const ir::Node& n = s.step_node(i);
+    const nlohmann::json& sw = n.meta["software"];
+    const ir::TensorType* t = n.outputs.empty() ? nullptr : s.graph().type_of(n.outputs[0]);
+    nlohmann::json e = {{"step", i},
+                        {"node", n.name},
+                        {"op", n.op_type},
+                        {"algorithm", sw.value("algorithm", "reference")},
+                        {"source", sw.value("algorithm_source", "")},
+                        {"output", t ? t->str() : "?"}};
+    if (sw.contains("algorithm_detail")) e["detail"] = sw["algorithm_detail"];
+    if (sw.contains("algorithm_ms")) e["measured_ms"] = sw["algorithm_ms"];
+    ++count[e["algorithm"].get<std::string>()];
+    steps.push_back(e);
+  }
+  return {{"threads", s.threads()}, {"steps", steps}, {"algorithms", count}};
+}
+
+void print_plan(const nlohmann::json& p) {
+  fmt::print("\nplan ({} thread{}):\n{:>4}  {:<40} {:<18} {:<13} {:<22} {}\n", p["threads"].get<int>(),
+             p["threads"].get<int>() == 1 ? "" : "s", "step", "node", "op", "algorithm", "chosen by", "output / detail");
+  for (auto& e : p["steps"]) {
+    std::string extra = e["output"].get<std::string>();
+    if (e.contains("detail")) extra += "  " + e["detail"].get<std::string>();
+    fmt::print("{:>4}  {:<40} {:<18} {:<13} {:<22} {}\n", e["step"].get<size_t>(), e["node"].get<std::string>(),
+               e["op"].get<std::string>(), e["algorithm"].get<std::string>(), e["source"].get<std::string>(), extra);
+  }
+  std::string summary;
+  for (auto& [k, v] : p["algorithms"].items()) summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", v.get<int>(), k);
+  fmt::print("algorithms: {}\n", summary);
+}
 
 void print_table(const nlohmann::json& j, bool nodes) {
   fmt::print("model: {}  (producer: {}, opsets:", j["graph"].get<std::string>(), j["producer"].get<std::string>());
@@ -61,13 +100,27 @@ Action add_info(CLI::App& app) {
   app.add_option("--input-shape", a->input_shapes, "NAME=1,3,224,224 (or just the dims for one input): resolve symbolic dims");
   app.add_flag("--after-passes{default}", a->after_passes,
                "show the model after a pass pipeline: --after-passes (default pipeline) or --after-passes=LIST");
+  app.add_flag("--plan", a->plan,
+               "compile a session and print the algorithm chosen per node (after the default passes unless "
+               "--after-passes says otherwise)");
+  app.add_option("--threads", a->threads, "threads the plan is made for (--plan; default: all cores)")
+      ->check(CLI::NonNegativeNumber);
+  add_algo_options(app, a->algo);
   return [a] {
     ir::Graph g = load_model_or_default(a->model);
     nlohmann::json pipeline;
     apply_input_shapes(g, a->input_shapes);
+    if (a->plan && a->after_passes.empty()) a->after_passes = "default";
     if (!a->after_passes.empty()) pipeline = apply_passes(g, a->after_passes);
     nlohmann::json j = passes::model_info(g);
     if (!pipeline.is_null()) j["passes"] = pipeline;
+    if (a->plan) {
+      runtime::SessionOptions so;
+      so.threads = a->threads;
+      so.algo = a->algo.spec();
+      runtime::Session session(g, so);
+      j["plan"] = plan_json(session);
+    }
     if (a->format == "json") {
       fmt::print("{}\n", j.dump(2));
       return 0;
@@ -83,6 +136,7 @@ Action add_info(CLI::App& app) {
                    p["info"].dump());
     }
     print_table(j, a->nodes);
+    if (a->plan) print_plan(j["plan"]);
     return 0;
   };
 }

@@ -20,6 +20,7 @@ struct ProfileArgs {
   double warmup_time = 0, min_time = 0, coverage = 0.9, energy_window = 0;
   bool quiet = false, no_layer_energy = false;
   std::string passes = "default";
+  AlgoFlags algo;
 };
 }  // namespace
 
@@ -57,6 +58,7 @@ Action add_profile(CLI::App& app) {
       ->check(CLI::IsMember({"sanity", "quick", "full"}));
   app.add_flag("-q,--quiet", a->quiet, "no progress on stderr");
   app.add_option("--passes", a->passes, "graph passes before profiling (at each sweep point's shapes): none, default or a list");
+  add_algo_options(app, a->algo);
   return [a, warm, runs] {
     const std::string path = resolve_model_path(a->model);
     ir::Graph g = load_model_or_default(path);
@@ -73,6 +75,7 @@ Action add_profile(CLI::App& app) {
     if (!a->powercap_root.empty()) opt.meter.powercap_root = a->powercap_root;
     opt.layer_energy = !a->no_layer_energy;
     opt.passes = passes::parse_pipeline(a->passes);
+    opt.algo = a->algo.spec();
     profile::SweepSpec spec;
     spec.batches = a->batches;
     spec.input_sizes = a->sizes;

@@ -22,6 +22,7 @@ struct RunArgs {
   int threads = 0;
   int repeat = 1;
   std::string passes = "default";
+  AlgoFlags algo;
 };
 
 }  // namespace
@@ -35,8 +36,10 @@ Action add_run(CLI::App& app) {
   app.add_option("--repeat", a->repeat, "run N times and report the fastest and median time")->check(CLI::PositiveNumber);
   app.add_option("--passes", a->passes, "graph passes before running: none, default or a comma-separated list")
       ->capture_default_str();
+  add_algo_options(app, a->algo);
   return [a] {
     runtime::SessionOptions opt;
+    opt.algo = a->algo.spec();
     opt.threads = a->threads;
     ir::Graph g = load_model_or_default(a->model);
     apply_passes(g, a->passes);

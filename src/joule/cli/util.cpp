@@ -119,4 +119,21 @@ nlohmann::json apply_passes(ir::Graph& g, const std::string& spec) {
   return passes::run_pipeline(g, names, opt);
 }
 
+kernels::AlgoSpec AlgoFlags::spec() const {
+  kernels::AlgoSpec s;
+  if (!file.empty()) s.add_file(file);
+  for (const std::string& a : algo) s.add(a);
+  s.tuning_cache = tuning_cache;
+  return s;
+}
+
+void add_algo_options(CLI::App& app, AlgoFlags& f) {
+  app.add_option("--algo", f.algo,
+                 "kernel algorithms: guess (default), auto (measure, cached), reference, CLASS=ALGO[,ALGO...] "
+                 "(conv, gemm, matmul) or NODE=ALGO; repeatable");
+  app.add_option("--algo-file", f.file, "YAML file of TARGET: ALGO or [ALGO, ...] (and default: guess|auto|reference)");
+  app.add_option("--tuning-cache", f.tuning_cache,
+                 "tuning cache for --algo auto (default $JOULE_TUNING_CACHE or ~/.cache/joule/tuning.json)");
+}
+
 }  // namespace joule::cli

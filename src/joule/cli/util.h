@@ -2,6 +2,8 @@
 // Small helpers shared by CLI commands (formatting, model loading).
 #include <string>
 
+#include <CLI/CLI.hpp>
+
 #include "joule/ir/graph.h"
 #include "joule/runtime/session.h"
 
@@ -27,5 +29,13 @@ std::string safe_filename(const std::string& s);
 // Session is built. Returns the pipeline report (node counts before/after, per-pass info).
 // JOULE_VERIFY_PASSES=1 verifies the graph after every pass. Unknown names: BadInput.
 nlohmann::json apply_passes(ir::Graph& g, const std::string& spec);
+
+// --algo / --algo-file / --tuning-cache, shared by run, bench, profile and info --plan.
+struct AlgoFlags {
+  std::vector<std::string> algo;
+  std::string file, tuning_cache;
+  kernels::AlgoSpec spec() const;  // BadInput for malformed values
+};
+void add_algo_options(CLI::App& app, AlgoFlags& f);
 
 }  // namespace joule::cli

@@ -34,6 +34,7 @@ const std::vector<PassDef>& all_passes() {
       {"fold_constants", fold_constants,
        "evaluate nodes whose inputs are constants (incl. shapes of static tensors) into initializers"},
       {"fold_batch_norm", fold_batch_norm, "fold BatchNormalization into the preceding Conv, Gemm or MatMul"},
+      {"fuse_conv", fuse_conv, "fuse a Conv's residual Add and Relu/LeakyRelu/Clip into a joule FusedConv"},
       {"eliminate_dead_code", eliminate_dead_code, "remove nodes whose outputs are unused, and unused initializers"},
       {"infer_shapes", infer_shapes_pass, "analysis: infer every value's type and shape"},
       {"annotate_costs", annotate_costs_pass, "analysis: write shapes and MACs/FLOPs/bytes into node metadata"},
@@ -54,7 +55,7 @@ std::string pass_names() {
 }
 
 std::vector<std::string> default_pipeline() {
-  return {"eliminate_identity", "fold_constants", "fold_batch_norm", "eliminate_dead_code"};
+  return {"eliminate_identity", "fold_constants", "fold_batch_norm", "fuse_conv", "eliminate_dead_code"};
 }
 
 std::vector<std::string> parse_pipeline(const std::string& spec) {

@@ -63,6 +63,7 @@ PassResult eliminate_identity(ir::Graph& g, const PassOptions& o);   // Identity
 PassResult fold_constants(ir::Graph& g, const PassOptions& o);       // constant nodes -> initializers
 PassResult eliminate_dead_code(ir::Graph& g, const PassOptions& o);  // unused nodes and initializers
 PassResult fold_batch_norm(ir::Graph& g, const PassOptions& o);      // BN into Conv / Gemm / MatMul
+PassResult fuse_conv(ir::Graph& g, const PassOptions& o);            // Conv [+Add] [+act] -> FusedConv
 
 // Replaces every use of value `from` as a node input by `to` (graph outputs untouched).
 size_t replace_uses(ir::Graph& g, const std::string& from, const std::string& to);

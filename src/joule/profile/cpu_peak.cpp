@@ -5,16 +5,18 @@
 #include <fstream>
 #include <string>
 
+#include "joule/core/cpu_features.h"
+
 namespace joule::profile {
 
 namespace {
 CpuPeak detect() {
   CpuPeak p;
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) {
+  const CpuFeatures& f = cpu_features();
+  if (f.avx512) {
     p.isa = "avx512f+fma";
     p.flops_per_cycle = 64;  // 2 FMA units x 16 fp32 lanes x 2 flops
-  } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+  } else if (f.avx2_fma) {
     p.isa = "avx2+fma";
     p.flops_per_cycle = 32;  // 2 FMA units x 8 lanes x 2
   } else {

@@ -133,6 +133,7 @@ ProfileResult profile_model(const ir::Graph& graph, const ProfileOptions& opt, c
   runtime::SessionOptions so;
   so.threads = opt.threads;
   so.input_shapes = opt.input_shapes;
+  so.algo = opt.algo;
   runtime::Session session(prepared(graph, opt), so);
   runtime::TensorMap random;
   if (!given) random = runtime::random_inputs(session, opt.seed);
@@ -340,6 +341,7 @@ PointKey point_key(const ir::Graph& graph, const ProfileOptions& opt) {
   runtime::SessionOptions so;
   so.threads = opt.threads;
   so.input_shapes = opt.input_shapes;
+  so.algo = opt.algo;
   runtime::Session session(graph, so);
   ProfileResult r;
   describe_input(session, r);

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "joule/ir/graph.h"
+#include "joule/kernels/select.h"
 #include "joule/profile/cpu_peak.h"
 #include "joule/profile/energy/energy_meter.h"
 #include "joule/profile/stats.h"
@@ -36,6 +37,7 @@ struct ProfileOptions {
   // Graph passes applied before compiling, at the point's input shapes (so constant folding
   // never pins a batch size or input size the sweep then changes). Empty: none.
   std::vector<std::string> passes;
+  kernels::AlgoSpec algo;          // algorithm per node (default: guess)
   uint32_t seed = 0;
 };
 

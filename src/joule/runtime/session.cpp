@@ -1,5 +1,6 @@
 #include "joule/runtime/session.h"
 
+#include <cstdio>
 #include <unordered_map>
 
 #include "joule/ops/op.h"
@@ -66,7 +67,7 @@ Session::Session(ir::Graph graph, SessionOptions options) : graph_(std::move(gra
   for (auto& [name, t] : graph_.initializers) defined[name] = true;
   for (size_t idx : order) {
     const ir::Node& n = *graph_.nodes[idx];
-    Step st{idx, ops::find_op(n.domain, n.op_type), {}, {}, {}};
+    Step st{idx, ops::find_op(n.domain, n.op_type), nullptr, {}, {}, {}};
     for (auto& in : n.inputs) {
       if (in.empty()) {
         st.in_slots.push_back(-1);
@@ -98,6 +99,31 @@ Session::Session(ir::Graph graph, SessionOptions options) : graph_(std::move(gra
   for (int s : output_slots_) last[s] = -1;
   for (size_t s = 0; s < last.size(); ++s)
     if (last[s] >= 0 && !constant_slots_[s].defined()) steps_[last[s]].free_after.push_back(static_cast<int>(s));
+  choose_kernels(options.algo);
+}
+
+void Session::choose_kernels(const kernels::AlgoSpec& spec) {
+  kernels::Selector selector(spec, *pool_);
+  selector.check_targets(graph_);
+  if (std::string p = selector.cache_problem(); !p.empty()) std::fprintf(stderr, "warning: %s\n", p.c_str());
+  for (Step& st : steps_) {
+    ir::Node& n = *graph_.nodes[st.node];
+    kernels::NodeView v{n, {}, {}, {}, pool_->threads()};
+    for (const std::string& in : n.inputs) {
+      v.in_types.push_back(in.empty() ? nullptr : graph_.type_of(in));
+      auto it = in.empty() ? graph_.initializers.end() : graph_.initializers.find(in);
+      v.constants.push_back(it == graph_.initializers.end() ? nullptr : &it->second);
+    }
+    for (const std::string& out : n.outputs) v.out_types.push_back(out.empty() ? nullptr : graph_.type_of(out));
+    kernels::Selection sel = selector.select(v);
+    nlohmann::json& sw = n.meta["software"];
+    sw["algorithm"] = sel.algorithm ? sel.algorithm->name : "reference";
+    sw["algorithm_source"] = sel.source;
+    if (sel.kernel && !sel.kernel->detail().empty()) sw["algorithm_detail"] = sel.kernel->detail();
+    if (!sel.measured_ms.empty()) sw["algorithm_ms"] = sel.measured_ms;
+    st.kernel = std::move(sel.kernel);
+  }
+  selector.save();
 }
 
 Session::~Session() = default;
@@ -146,7 +172,10 @@ TensorMap Session::run(const TensorMap& inputs) {
     for (auto* o : observers_) o->before_node(si, n, in_ptrs);
     ops::KernelContext k{n, graph_.opset(n.domain), in_ptrs, {}, pool_.get()};
     k.outputs.resize(n.outputs.size());
-    st.def->run(k);
+    if (st.kernel)
+      st.kernel->run(k);
+    else
+      st.def->run(k);
     for (auto* o : observers_) o->after_node(si, n, in_ptrs, k.outputs);
     for (size_t i = 0; i < st.out_slots.size(); ++i) {
       int s = st.out_slots[i];

@@ -9,6 +9,7 @@
 
 #include "joule/core/thread_pool.h"
 #include "joule/ir/graph.h"
+#include "joule/kernels/select.h"
 
 namespace joule::ops {
 struct OpDef;
@@ -31,6 +32,7 @@ class Observer {
 struct SessionOptions {
   int threads = 0;                          // 0: all cores available to the process
   std::map<std::string, Shape> input_shapes;  // override graph input shapes
+  kernels::AlgoSpec algo;                   // algorithm per node (default: guess)
 };
 
 using TensorMap = std::map<std::string, Tensor>;
@@ -65,11 +67,13 @@ class Session {
   struct Step {
     size_t node;
     const ops::OpDef* def;
+    std::shared_ptr<const kernels::Kernel> kernel;  // null: the op's reference kernel
     std::vector<int> in_slots;   // -1: absent optional
     std::vector<int> out_slots;  // -1: output not used
     std::vector<int> free_after;  // slots whose last use is this step
   };
   void check_input(const std::string& name, const Tensor& t) const;
+  void choose_kernels(const kernels::AlgoSpec& spec);
 
   ir::Graph graph_;
   std::unique_ptr<ThreadPool> pool_;

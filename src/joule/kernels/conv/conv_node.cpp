@@ -1,0 +1,122 @@
+#include "joule/kernels/conv/conv_node.h"
+
+#include "joule/ops/conv_util.h"
+
+namespace joule::kernels {
+
+namespace {
+
+std::string read_epilogue(const ir::Node& n, Epilogue* e) {
+  if (n.op_type != "FusedConv") return "";
+  const std::string act = n.attr_string("activation", "");
+  const std::vector<float> ps = n.attr_floats("activation_params", {});
+  if (act.empty()) {
+    e->act = Activation::kNone;
+  } else if (act == "Relu") {
+    e->act = Activation::kRelu;
+  } else if (act == "Clip" && ps.size() == 2) {
+    e->act = Activation::kClip;
+    e->alpha = ps[0];
+    e->beta = ps[1];
+  } else if (act == "LeakyRelu" && ps.size() == 1) {
+    e->act = Activation::kLeakyRelu;
+    e->alpha = ps[0];
+  } else {
+    return "activation '" + act + "' with " + std::to_string(ps.size()) + " parameters";
+  }
+  return "";
+}
+
+class ConvNodeKernel : public Kernel {
+ public:
+  ConvNodeKernel(const ConvProblem& p, Shape x_shape, Shape y_shape, std::unique_ptr<ConvKernel> k)
+      : p_(p), x_shape_(std::move(x_shape)), y_shape_(std::move(y_shape)), k_(std::move(k)) {}
+
+  void run(ops::KernelContext& c) const override {
+    const Tensor& X = c.in(0);
+    if (X.dtype() != DType::Float32 || X.shape() != x_shape_)
+      fail(c.node.where() + ": input " + X.describe() + " differs from the planned float32" +
+           shape_str(x_shape_));
+    const float* res = nullptr;
+    if (p_.epilogue.residual) {
+      const Tensor& Z = c.in(3);
+      if (Z.dtype() != DType::Float32 || Z.shape() != y_shape_)
+        fail(c.node.where() + ": residual " + Z.describe() + " differs from the output shape " +
+             shape_str(y_shape_));
+      res = Z.data<float>();
+    }
+    Tensor Y(DType::Float32, y_shape_);
+    k_->run(X.data<float>(), res, Y.data<float>(), *c.pool);
+    c.outputs[0] = std::move(Y);
+  }
+  std::string detail() const override { return k_->detail(); }
+
+ private:
+  ConvProblem p_;
+  Shape x_shape_, y_shape_;
+  std::unique_ptr<ConvKernel> k_;
+};
+
+}  // namespace
+
+std::string read_conv_problem(const NodeView& v, ConvProblem* p) {
+  const ir::Node& n = v.node;
+  Shape xs, ws, ys;
+  if (!v.static_shape(0, &xs) || !v.static_shape(1, &ws) || v.out_types.empty() || !v.out_types[0] ||
+      !v.out_types[0]->is_static())
+    return "shapes are not static";
+  ys = v.out_types[0]->static_shape();
+  if (v.in_types[0]->dtype != DType::Float32) return std::string("input is ") + dtype_name(v.in_types[0]->dtype) + ", not float32";
+  if (xs.size() != 3 && xs.size() != 4) return std::to_string(xs.size() - 2) + "-D convolution (1-D and 2-D only)";
+  const Tensor* W = v.constant(1);
+  if (!W) return "weight is not a constant";
+  const Tensor* B = v.has(2) ? v.constant(2) : nullptr;
+  if (v.has(2) && !B) return "bias is not a constant";
+  const bool residual = v.has(3);
+  if (residual) {
+    Shape zs;
+    if (!v.static_shape(3, &zs) || zs != ys) return "residual shape differs from the output shape";
+  }
+  if (std::string r = read_epilogue(n, &p->epilogue); !r.empty()) return r;
+  p->epilogue.residual = residual;
+
+  const int nsp = static_cast<int>(xs.size()) - 2;
+  const ops::ConvGeometry g = ops::read_conv_geometry(n, nsp, Shape(ws.begin() + 2, ws.end()));
+  const ops::SpatialPlan sp = ops::make_spatial_plan(g, n, Shape(xs.begin() + 2, xs.end()));
+  ConvShape& s = p->shape;
+  s = ConvShape{};
+  s.n = xs[0];
+  s.c = xs[1];
+  s.m = ws[0];
+  s.group = n.attr_int("group", 1);
+  // SpatialPlan is normalised to 3-D with leading unit dims: [1] is H, [2] is W.
+  s.h = sp.in[1];
+  s.w = sp.in[2];
+  s.kh = sp.k[1];
+  s.kw = sp.k[2];
+  s.stride_h = sp.s[1];
+  s.stride_w = sp.s[2];
+  s.dil_h = sp.d[1];
+  s.dil_w = sp.d[2];
+  s.pad_top = sp.pb[1];
+  s.pad_bottom = sp.pe[1];
+  s.pad_left = sp.pb[2];
+  s.pad_right = sp.pe[2];
+  s.oh = sp.out[1];
+  s.ow = sp.out[2];
+  if (s.group <= 0 || s.c % s.group || s.m % s.group || ws[1] * s.group != s.c) return "channels do not match groups";
+  if (s.n * s.m * s.oh * s.ow != shape_numel(ys)) return "output shape does not match the geometry";
+  p->weight = W->data<float>();
+  p->bias = B ? B->data<float>() : nullptr;
+  return "";
+}
+
+std::unique_ptr<Kernel> prepare_conv(const NodeView& v, const ConvFactory& factory) {
+  ConvProblem p;
+  if (std::string r = read_conv_problem(v, &p); !r.empty()) fail_internal(v.node.where() + ": " + r);
+  Shape xs;
+  v.static_shape(0, &xs);
+  return std::make_unique<ConvNodeKernel>(p, xs, v.out_types[0]->static_shape(), factory(p, v.threads));
+}
+
+}  // namespace joule::kernels

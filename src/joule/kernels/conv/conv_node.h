@@ -1,0 +1,28 @@
+#pragma once
+// From a Conv / FusedConv node at plan time to the ConvShape + Epilogue the algorithms solve,
+// and the Kernel that runs a prepared ConvKernel on the node's tensors.
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "joule/kernels/algorithm.h"
+#include "joule/kernels/conv/conv_shape.h"
+
+namespace joule::kernels {
+
+struct ConvProblem {
+  ConvShape shape;
+  Epilogue epilogue;
+  const float* weight = nullptr;  // [M, C/group, KH, KW]
+  const float* bias = nullptr;    // [M] or null
+};
+
+// Reads the node; "" and fills `p` when the node is a 2-D (or 1-D) FP32 convolution with
+// static shapes and constant weights/bias, otherwise the reason it is not.
+std::string read_conv_problem(const NodeView& v, ConvProblem* p);
+
+using ConvFactory = std::function<std::unique_ptr<ConvKernel>(const ConvProblem&, int threads)>;
+// Prepares `factory`'s kernel for the node (read_conv_problem must have succeeded).
+std::unique_ptr<Kernel> prepare_conv(const NodeView& v, const ConvFactory& factory);
+
+}  // namespace joule::kernels

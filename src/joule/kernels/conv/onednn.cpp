@@ -1,0 +1,150 @@
+#include "joule/kernels/conv/onednn.h"
+
+#include <omp.h>
+
+#include <cstring>
+#include <dnnl.hpp>
+
+#include "joule/core/error.h"
+
+namespace joule::kernels {
+
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+using dt = memory::data_type;
+
+const dnnl::engine& cpu_engine() {
+  static const dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+// oneDNN wants the end padding that makes (in + pb + pe - extent) / stride exact; ONNX's
+// floor division may leave unused rows at the end, so derive it from the output size.
+int64_t exact_pad_end(int64_t in, int64_t out, int64_t k, int64_t stride, int64_t dil, int64_t pad_begin) {
+  return (out - 1) * stride + (k - 1) * dil + 1 - in - pad_begin;
+}
+
+class OnednnConv : public ConvKernel {
+ public:
+  OnednnConv(const ConvShape& s, const float* weight, const float* bias, const Epilogue& ep)
+      : s_(s), ep_(ep), stream_(cpu_engine()) {
+    const auto& eng = cpu_engine();
+    const memory::dims src_dims = {s.n, s.c, s.h, s.w}, dst_dims = {s.n, s.m, s.oh, s.ow};
+    const bool grouped = s.group > 1;
+    const memory::dims w_dims = grouped ? memory::dims{s.group, s.mg(), s.cg(), s.kh, s.kw}
+                                        : memory::dims{s.m, s.cg(), s.kh, s.kw};
+    user_src_md_ = memory::desc(src_dims, dt::f32, tag::nchw);
+    user_dst_md_ = memory::desc(dst_dims, dt::f32, tag::nchw);
+    const memory::desc bias_md = bias ? memory::desc({s.m}, dt::f32, tag::x) : memory::desc();
+    dnnl::convolution_forward::desc d(
+        dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+        memory::desc(src_dims, dt::f32, tag::any), memory::desc(w_dims, dt::f32, tag::any), bias_md,
+        memory::desc(dst_dims, dt::f32, tag::any), {s.stride_h, s.stride_w}, {s.dil_h - 1, s.dil_w - 1},
+        {s.pad_top, s.pad_left}, {exact_pad_end(s.h, s.oh, s.kh, s.stride_h, s.dil_h, s.pad_top),
+                                  exact_pad_end(s.w, s.ow, s.kw, s.stride_w, s.dil_w, s.pad_left)});
+    dnnl::post_ops po;
+    if (ep.residual) po.append_sum(1.f);
+    switch (ep.act) {
+      case Activation::kNone: break;
+      case Activation::kRelu: po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f); break;
+      case Activation::kLeakyRelu: po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, ep.alpha, 0.f); break;
+      case Activation::kClip: po.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, ep.alpha, ep.beta); break;
+    }
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(po);
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    pd_ = dnnl::convolution_forward::primitive_desc(d, attr, eng);
+    prim_ = dnnl::convolution_forward(pd_);
+
+    // Weights (and bias) are reordered once into the primitive's layout.
+    memory user_w({w_dims, dt::f32, grouped ? tag::goihw : tag::oihw}, eng, const_cast<float*>(weight));
+    weights_ = memory(pd_.weights_desc(), eng);
+    dnnl::reorder(user_w, weights_).execute(stream_, user_w, weights_);
+    if (bias) {
+      bias_ = memory(pd_.bias_desc(), eng);
+      std::memcpy(bias_.get_data_handle(), bias, sizeof(float) * static_cast<size_t>(s.m));
+    }
+    stream_.wait();
+    user_src_ = memory(user_src_md_, eng, DNNL_MEMORY_NONE);
+    user_dst_ = memory(user_dst_md_, eng, DNNL_MEMORY_NONE);
+    reorder_src_ = pd_.src_desc() != user_src_md_;
+    reorder_dst_ = pd_.dst_desc() != user_dst_md_;
+    if (reorder_src_) {
+      src_ = memory(pd_.src_desc(), eng);
+      src_reorder_ = dnnl::reorder(user_src_, src_);
+    }
+    if (reorder_dst_) {
+      dst_ = memory(pd_.dst_desc(), eng);
+      dst_in_reorder_ = dnnl::reorder(user_dst_, dst_);
+      dst_reorder_ = dnnl::reorder(dst_, user_dst_);
+    }
+    scratch_ = memory(pd_.scratchpad_desc(), eng);
+    // The handles are fixed; run() only points user_src_ / user_dst_ at the caller's data.
+    args_ = {{DNNL_ARG_SRC, reorder_src_ ? src_ : user_src_},
+             {DNNL_ARG_WEIGHTS, weights_},
+             {DNNL_ARG_DST, reorder_dst_ ? dst_ : user_dst_},
+             {DNNL_ARG_SCRATCHPAD, scratch_}};
+    if (bias) args_[DNNL_ARG_BIAS] = bias_;
+  }
+
+  void run(const float* x, const float* residual, float* y, ThreadPool& pool) const override {
+    onednn_set_threads(pool.threads());
+    user_src_.set_data_handle(const_cast<float*>(x));
+    if (reorder_src_) src_reorder_.execute(stream_, user_src_, src_);
+    if (ep_.residual) {
+      // The sum post-op adds what dst holds: put the residual there first.
+      user_dst_.set_data_handle(const_cast<float*>(residual));
+      if (reorder_dst_)
+        dst_in_reorder_.execute(stream_, user_dst_, dst_);
+      else
+        std::memcpy(y, residual, sizeof(float) * static_cast<size_t>(s_.n * s_.m * s_.oh * s_.ow));
+    }
+    user_dst_.set_data_handle(y);
+    prim_.execute(stream_, args_);
+    if (reorder_dst_) dst_reorder_.execute(stream_, dst_, user_dst_);
+    stream_.wait();
+  }
+
+  std::string detail() const override { return pd_.impl_info_str(); }
+
+ private:
+  ConvShape s_;
+  Epilogue ep_;
+  mutable dnnl::stream stream_;
+  dnnl::convolution_forward::primitive_desc pd_;
+  dnnl::convolution_forward prim_;
+  memory::desc user_src_md_, user_dst_md_;
+  mutable memory user_src_, user_dst_, src_, dst_, weights_, bias_, scratch_;
+  bool reorder_src_ = false, reorder_dst_ = false;
+  std::unordered_map<int, memory> args_;
+  dnnl::reorder src_reorder_, dst_in_reorder_, dst_reorder_;
+};
+
+}  // namespace
+
+void onednn_set_threads(int threads) {
+  if (omp_get_max_threads() != threads) omp_set_num_threads(threads);
+}
+
+std::string onednn_conv_supports(const ConvShape& s, const Epilogue& ep) {
+  // Measured with oneDNN 2.6: output rows/columns whose window lies wholly in the padding
+  // get the bias but not the sum post-op. Such pads are rare (a pad at least the kernel's
+  // extent); refuse them when there is a residual rather than compute them wrong.
+  const int64_t eh = (s.kh - 1) * s.dil_h + 1, ew = (s.kw - 1) * s.dil_w + 1;
+  if (ep.residual && (s.pad_top >= eh || s.pad_bottom >= eh || s.pad_left >= ew || s.pad_right >= ew))
+    return "a pad as large as the kernel with a fused residual (oneDNN 2.6 skips the sum on those rows)";
+  return "";
+}
+
+std::unique_ptr<ConvKernel> make_onednn_conv(const ConvShape& s, const float* weight, const float* bias,
+                                             const Epilogue& ep, int /*threads*/) {
+  try {
+    return std::make_unique<OnednnConv>(s, weight, bias, ep);
+  } catch (const dnnl::error& e) {
+    fail_unsupported("oneDNN refused the convolution " + s.str() + ": " + e.what());
+  }
+}
+
+}  // namespace joule::kernels

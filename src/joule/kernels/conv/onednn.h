@@ -1,0 +1,21 @@
+#pragma once
+// Convolution through oneDNN's convolution primitive (the vendor library): the primitive picks
+// its blocked layouts (format_tag::any); weights are reordered once here, activations are
+// reordered from / to NCHW around each run when the primitive wants another layout. Bias,
+// residual (sum post-op) and activation (eltwise post-op) are fused into the primitive.
+#include <memory>
+#include <string>
+
+#include "joule/kernels/conv/conv_shape.h"
+
+namespace joule::kernels {
+
+std::string onednn_conv_supports(const ConvShape& s, const Epilogue& ep);
+std::unique_ptr<ConvKernel> make_onednn_conv(const ConvShape& s, const float* weight, const float* bias,
+                                             const Epilogue& ep, int threads);
+
+// Makes oneDNN (OpenMP) use `threads` threads on the calling thread: the engine's pool and
+// oneDNN's team never run at the same time, so there is no oversubscription.
+void onednn_set_threads(int threads);
+
+}  // namespace joule::kernels

@@ -1,0 +1,92 @@
+// Gemm through OpenBLAS SGEMM: Y = alpha * A' B' + beta * C with C broadcast into Y first.
+#include "joule/kernels/algorithm.h"
+#include "joule/kernels/gemm/sgemm.h"
+
+namespace joule::kernels {
+namespace {
+
+struct GemmDims {
+  bool ta = false, tb = false;
+  int64_t M = 0, N = 0, K = 0;
+  Shape a, b, c;  // c empty: no C
+  float alpha = 1, beta = 1;
+};
+
+std::string read(const NodeView& v, GemmDims* d) {
+  if (!v.static_shape(0, &d->a) || !v.static_shape(1, &d->b)) return "shapes are not static";
+  if (v.in_types[0]->dtype != DType::Float32 || v.in_types[1]->dtype != DType::Float32) return "not float32";
+  if (d->a.size() != 2 || d->b.size() != 2) return "A and B must be 2-D";
+  d->ta = v.node.attr_int("transA", 0) != 0;
+  d->tb = v.node.attr_int("transB", 0) != 0;
+  d->M = d->ta ? d->a[1] : d->a[0];
+  d->K = d->ta ? d->a[0] : d->a[1];
+  d->N = d->tb ? d->b[0] : d->b[1];
+  if ((d->tb ? d->b[1] : d->b[0]) != d->K) return "inner dimensions differ";
+  d->alpha = v.node.attr_float("alpha", 1.f);
+  d->beta = v.node.attr_float("beta", 1.f);
+  if (v.has(2)) {
+    if (!v.static_shape(2, &d->c)) return "C shape is not static";
+    if (v.in_types[2]->dtype != DType::Float32) return "C is not float32";
+    if (d->c.size() > 2) return "C has rank > 2";
+    for (size_t i = 0; i < d->c.size(); ++i) {
+      const int64_t want = (d->c.size() - i == 1) ? d->N : d->M;
+      if (d->c[i] != 1 && d->c[i] != want) return "C cannot be broadcast";
+    }
+  }
+  return "";
+}
+
+class BlasGemm : public Kernel {
+ public:
+  explicit BlasGemm(GemmDims d) : d_(std::move(d)) {}
+  void run(ops::KernelContext& k) const override {
+    const Tensor& A = k.in(0);
+    const Tensor& B = k.in(1);
+    if (A.shape() != d_.a || B.shape() != d_.b || A.dtype() != DType::Float32 || B.dtype() != DType::Float32)
+      fail(k.node.where() + ": inputs " + A.describe() + ", " + B.describe() + " differ from the plan");
+    Tensor Y(DType::Float32, {d_.M, d_.N});
+    float* y = Y.data<float>();
+    float beta = 0.f;
+    if (k.has(2) && d_.beta != 0.f) {
+      const Tensor& C = k.in(2);
+      if (C.shape() != d_.c) fail(k.node.where() + ": C " + C.describe() + " differs from the plan");
+      const float* c = C.data<float>();
+      const int64_t rs = d_.c.size() == 2 && d_.c[0] != 1 ? d_.c[1] : 0;  // broadcast strides
+      const int64_t cs = !d_.c.empty() && d_.c.back() != 1 ? 1 : 0;
+      for (int64_t i = 0; i < d_.M; ++i)
+        for (int64_t j = 0; j < d_.N; ++j) y[i * d_.N + j] = d_.beta * c[i * rs + j * cs];
+      beta = 1.f;
+    }
+    parallel_sgemm(*k.pool, d_.ta, d_.tb, d_.M, d_.N, d_.K, d_.alpha, A.data<float>(), A.dim(1), B.data<float>(),
+                   B.dim(1), beta, y, d_.N);
+    k.outputs[0] = std::move(Y);
+  }
+
+ private:
+  GemmDims d_;
+};
+
+std::string supports(const NodeView& v) {
+  GemmDims d;
+  return read(v, &d);
+}
+
+double estimate_ms(const NodeView& v) {
+  GemmDims d;
+  read(v, &d);
+  return 2.0 * d.M * d.N * d.K / (60e9 * v.threads) * 1e3 + 0.002;
+}
+
+std::unique_ptr<Kernel> prepare(const NodeView& v) {
+  blas_use_one_thread();
+  GemmDims d;
+  read(v, &d);
+  return std::make_unique<BlasGemm>(std::move(d));
+}
+
+}  // namespace
+
+extern const Algorithm kGemmBlas;
+const Algorithm kGemmBlas{"gemm", "blas", "OpenBLAS SGEMM on the engine's pool", supports, estimate_ms, prepare};
+
+}  // namespace joule::kernels

@@ -1,0 +1,44 @@
+// The explicit table of algorithms (no static registration, which a linker may drop).
+#include "joule/kernels/algorithm.h"
+
+namespace joule::kernels {
+
+extern const Algorithm kConvOnednn;
+extern const Algorithm kGemmBlas;
+extern const Algorithm kMatMulBlas;
+
+const std::vector<const Algorithm*>& all_algorithms() {
+  static const std::vector<const Algorithm*> all = {&kConvOnednn, &kGemmBlas, &kMatMulBlas};
+  return all;
+}
+
+std::string op_class_of(const ir::Node& n) {
+  if (n.domain.empty() || n.domain == "ai.onnx") {
+    if (n.op_type == "Conv") return "conv";
+    if (n.op_type == "Gemm") return "gemm";
+    if (n.op_type == "MatMul") return "matmul";
+  }
+  if (n.domain == "joule" && n.op_type == "FusedConv") return "conv";
+  return "";
+}
+
+std::vector<const Algorithm*> algorithms_for(const std::string& op_class) {
+  std::vector<const Algorithm*> r;
+  for (const Algorithm* a : all_algorithms())
+    if (op_class == a->op_class) r.push_back(a);
+  return r;
+}
+
+const Algorithm* find_algorithm(const std::string& op_class, const std::string& name) {
+  for (const Algorithm* a : all_algorithms())
+    if (op_class == a->op_class && name == a->name) return a;
+  return nullptr;
+}
+
+bool NodeView::static_shape(size_t i, Shape* out) const {
+  if (!has(i) || !in_types[i]->is_static()) return false;
+  *out = in_types[i]->static_shape();
+  return true;
+}
+
+}  // namespace joule::kernels

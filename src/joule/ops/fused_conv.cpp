@@ -1,0 +1,80 @@
+// FusedConv (domain "joule"): Y = act(Conv(X, W, B) + Z), made by the fuse_conv pass from a
+// Conv followed by a residual Add and/or an activation (ORT's com.microsoft FusedConv).
+// Inputs X, W, optional B, optional Z (same shape as Y). Attributes: Conv's, plus
+// `activation` ("", Relu, LeakyRelu, Clip) and `activation_params` (LeakyRelu: [alpha];
+// Clip: [min, max]). The reference kernel runs Conv's reference and then the epilogue.
+#include <algorithm>
+
+#include "joule/ops/nn_util.h"
+
+namespace joule::ops {
+namespace {
+
+const OpDef& conv_def() {
+  static const OpDef* d = find_op("", "Conv");
+  return *d;
+}
+
+struct Act {
+  std::string kind;
+  std::vector<float> p;
+  explicit Act(const ir::Node& n) : kind(n.attr_string("activation", "")), p(n.attr_floats("activation_params", {})) {}
+  template <class T>
+  T operator()(T v) const {
+    if (kind == "Relu") return v > T(0) ? v : T(0);
+    if (kind == "LeakyRelu") return v >= T(0) ? v : v * static_cast<T>(p[0]);
+    if (kind == "Clip") return std::min(std::max(v, static_cast<T>(p[0])), static_cast<T>(p[1]));
+    return v;
+  }
+};
+
+std::string check(const ir::Node& n, int64_t opset) {
+  const Act a(n);
+  const size_t want = a.kind == "Clip" ? 2 : a.kind == "LeakyRelu" ? 1 : 0;
+  if (!a.kind.empty() && a.kind != "Relu" && a.kind != "LeakyRelu" && a.kind != "Clip")
+    return "activation '" + a.kind + "'";
+  if (a.p.size() != want) return "activation_params has " + std::to_string(a.p.size()) + " values, " + a.kind + " needs " + std::to_string(want);
+  return conv_def().check ? conv_def().check(n, opset) : "";
+}
+
+void infer(InferContext& c) {
+  conv_def().infer(c);
+  if (c.has(3)) {
+    const ir::TensorType& z = c.in(3);
+    const ir::TensorType& y = c.out(0);
+    if (z.is_static() && y.is_static() && z.static_shape() != y.static_shape())
+      fail(c.node.where() + ": residual " + z.str() + " does not match the output " + y.str());
+  }
+}
+
+void run(KernelContext& c) {
+  if (run_half_as_float(c, run)) return;
+  KernelContext conv{c.node, c.opset, {c.inputs.begin(), c.inputs.begin() + std::min<size_t>(3, c.inputs.size())}, {}, c.pool};
+  conv.outputs.resize(1);
+  conv_def().run(conv);
+  Tensor Y = conv.outputs[0];
+  const Tensor* Z = c.has(3) ? c.inputs[3] : nullptr;
+  if (Z && (Z->shape() != Y.shape() || Z->dtype() != Y.dtype()))
+    fail(c.node.where() + ": residual " + Z->describe() + " does not match the output " + Y.describe());
+  const Act act(c.node);
+  visit_floating(Y.dtype(), c.node.where(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* y = Y.data<T>();
+    const T* z = Z ? Z->data<T>() : nullptr;
+    for (int64_t i = 0; i < Y.numel(); ++i) y[i] = act(z ? y[i] + z[i] : y[i]);
+  });
+  c.outputs[0] = Y;
+}
+
+Cost cost(const CostContext& c) {
+  Cost r = conv_def().cost(c);
+  if (!c.out.empty()) r.flops += nn::numel_d(c.out[0]) * 2;
+  return r;
+}
+
+}  // namespace
+
+extern const OpDef kOpFusedConv;
+const OpDef kOpFusedConv{"FusedConv", "joule", 2, 4, infer, run, cost, check};
+
+}  // namespace joule::ops

@@ -1,0 +1,165 @@
+// Every convolution algorithm against the reference kernel on random shapes and values:
+// channels, kernel sizes, strides, pads (asymmetric), dilations, groups (incl. depthwise),
+// 1-D convs, batch, threads, and FusedConv epilogues (bias, residual, Relu/LeakyRelu/Clip).
+#include <fmt/core.h>
+
+#include <map>
+
+#include "graph_builder.h"
+#include "joule/kernels/algorithm.h"
+#include "kernel_test_util.h"
+
+namespace joule {
+namespace {
+
+using testing::GraphBuilder;
+using Ints = std::vector<int64_t>;
+
+struct ConvCase {
+  int64_t n, c, h, w, m, group, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr;
+  bool bias, residual, one_d;
+  std::string act;
+  int threads;
+  int64_t oh() const { return (h + pt + pb - ((kh - 1) * dh + 1)) / sh + 1; }
+  int64_t ow() const { return (w + pl + pr - ((kw - 1) * dw + 1)) / sw + 1; }
+};
+
+ConvCase random_case(std::mt19937& rng) {
+  auto r = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  ConvCase k{};
+  for (;;) {
+    const int g = static_cast<int>(r(0, 9));
+    k.group = g < 6 ? 1 : g < 8 ? 2 : -1;  // -1: depthwise
+    const int64_t cg = r(1, 24), mg = r(1, 24);
+    if (k.group == -1) {
+      k.c = k.m = k.group = r(1, 40);
+    } else {
+      k.c = cg * k.group;
+      k.m = mg * k.group;
+    }
+    k.n = r(1, 2);
+    k.one_d = r(0, 7) == 0;
+    k.kh = k.one_d ? 1 : r(1, 5);
+    k.kw = r(1, 5);
+    if (r(0, 2) == 0) k.kh = k.kw = 3;  // the common case, and Winograd's
+    k.sh = k.one_d ? 1 : r(1, 2);
+    k.sw = r(1, 2);
+    if (r(0, 1)) k.sh = k.sw = 1;
+    k.dh = k.one_d ? 1 : (r(0, 4) == 0 ? 2 : 1);
+    k.dw = r(0, 4) == 0 ? 2 : 1;
+    k.h = k.one_d ? 1 : r(1, 20);
+    k.w = r(1, 20);
+    k.pt = k.one_d ? 0 : r(0, 2);
+    k.pb = k.one_d ? 0 : r(0, 2);
+    k.pl = r(0, 2);
+    k.pr = r(0, 2);
+    if (k.h + k.pt + k.pb < (k.kh - 1) * k.dh + 1 || k.w + k.pl + k.pr < (k.kw - 1) * k.dw + 1) continue;
+    k.bias = r(0, 3) != 0;
+    k.residual = r(0, 3) == 0;
+    const char* acts[] = {"", "", "Relu", "LeakyRelu", "Clip"};
+    k.act = acts[r(0, 4)];
+    k.threads = static_cast<int>(r(1, 2));
+    return k;
+  }
+}
+
+ir::Graph build(const ConvCase& k, uint32_t seed) {
+  GraphBuilder b;
+  const Shape xs = k.one_d ? Shape{k.n, k.c, k.w} : Shape{k.n, k.c, k.h, k.w};
+  const Shape ws = k.one_d ? Shape{k.m, k.c / k.group, k.kw} : Shape{k.m, k.c / k.group, k.kh, k.kw};
+  const Shape ys = k.one_d ? Shape{k.n, k.m, k.ow()} : Shape{k.n, k.m, k.oh(), k.ow()};
+  b.input("x", DType::Float32, xs);
+  const float scale = 1.f / std::sqrt(static_cast<float>(k.c / k.group * k.kh * k.kw));
+  b.init("w", testing::random_tensor(ws, seed, -scale, scale));
+  std::vector<std::string> ins = {"x", "w", k.bias ? "b" : ""};
+  if (k.bias) b.init("b", testing::random_tensor({k.m}, seed + 1));
+  if (k.residual) {
+    b.input("z", DType::Float32, ys);
+    ins.push_back("z");
+  }
+  std::map<std::string, ir::Attribute> attrs = {{"group", k.group}};
+  if (k.one_d) {
+    attrs["strides"] = Ints{k.sw};
+    attrs["dilations"] = Ints{k.dw};
+    attrs["pads"] = Ints{k.pl, k.pr};
+  } else {
+    attrs["strides"] = Ints{k.sh, k.sw};
+    attrs["dilations"] = Ints{k.dh, k.dw};
+    attrs["pads"] = Ints{k.pt, k.pl, k.pb, k.pr};
+  }
+  const bool fused = k.residual || !k.act.empty();
+  if (fused) {
+    attrs["activation"] = k.act;
+    if (k.act == "LeakyRelu") attrs["activation_params"] = std::vector<float>{0.1f};
+    if (k.act == "Clip") attrs["activation_params"] = std::vector<float>{-0.5f, 0.7f};
+    if (k.act.empty()) attrs["activation_params"] = std::vector<float>{};
+  }
+  b.node(fused ? "FusedConv" : "Conv", ins, {"y"}, attrs, "conv").output("y");
+  ir::Graph g = b.build();
+  if (fused) {
+    g.nodes.back()->domain = "joule";
+    g.opsets["joule"] = 1;
+  }
+  return g;
+}
+
+std::string describe(const ConvCase& k) {
+  return fmt::format("N{} C{} {}x{} -> M{} g{} k{}x{} s{}x{} d{}x{} p{},{},{},{} bias{} res{} act'{}' t{}{}", k.n, k.c,
+                     k.h, k.w, k.m, k.group, k.kh, k.kw, k.sh, k.sw, k.dh, k.dw, k.pt, k.pl, k.pb, k.pr, k.bias,
+                     k.residual, k.act, k.threads, k.one_d ? " 1-D" : "");
+}
+
+double tolerance(const std::string& algo) { return algo.rfind("winograd", 0) == 0 || algo == "fft" ? 1e-3 : 1e-4; }
+
+TEST(ConvAlgorithms, MatchReferenceOnRandomShapes) {
+  std::mt19937 rng(2026);
+  std::map<std::string, int> ran;
+  const auto algos = kernels::algorithms_for("conv");
+  ASSERT_FALSE(algos.empty());
+  for (int i = 0; i < 150; ++i) {
+    const ConvCase k = random_case(rng);
+    const ir::Graph g = build(k, static_cast<uint32_t>(i));
+    runtime::TensorMap in = {{"x", testing::random_tensor(g.type_of("x")->static_shape(), 7u * i)}};
+    if (k.residual) in["z"] = testing::random_tensor(g.type_of("z")->static_shape(), 7u * i + 1);
+    const auto want = testing::run_with_algo(g, in, {"reference"}, "conv", k.threads);
+    ASSERT_EQ(want.algorithm, "reference");
+    for (const kernels::Algorithm* a : algos) {
+      // A preference list with the reference last: the algorithm runs when it supports the node.
+      const auto got = testing::run_with_algo(g, in, {std::string("conv=") + a->name + ",reference"}, "conv", k.threads);
+      if (got.algorithm != a->name) continue;
+      ++ran[a->name];
+      EXPECT_LE(testing::rel_error(got.out.at("y"), want.out.at("y")), tolerance(a->name))
+          << a->name << " on " << describe(k);
+    }
+  }
+  for (const kernels::Algorithm* a : algos) {
+    SCOPED_TRACE(a->name);
+    EXPECT_GE(ran[a->name], 15) << a->name << " supported too few of the random cases";
+  }
+}
+
+TEST(ConvAlgorithms, ResNetShapes) {
+  // Larger shapes as they occur in real models, each with every supporting algorithm.
+  const std::vector<ConvCase> cases = {
+      {1, 64, 28, 28, 64, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, true, false, "Relu", 2},
+      {1, 32, 30, 30, 32, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true, false, false, "Clip", 1},
+      {2, 3, 33, 33, 16, 1, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3, false, false, false, "", 2},
+      {1, 64, 14, 14, 128, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, true, false, false, "", 1},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const ConvCase& k = cases[i];
+    const ir::Graph g = build(k, 100 + static_cast<uint32_t>(i));
+    runtime::TensorMap in = {{"x", testing::random_tensor(g.type_of("x")->static_shape(), 5)}};
+    if (k.residual) in["z"] = testing::random_tensor(g.type_of("z")->static_shape(), 6);
+    const auto want = testing::run_with_algo(g, in, {"reference"}, "conv", k.threads);
+    for (const kernels::Algorithm* a : kernels::algorithms_for("conv")) {
+      const auto got = testing::run_with_algo(g, in, {std::string("conv=") + a->name + ",reference"}, "conv", k.threads);
+      if (got.algorithm != a->name) continue;
+      EXPECT_LE(testing::rel_error(got.out.at("y"), want.out.at("y")), tolerance(a->name))
+          << a->name << " on " << describe(k);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace joule

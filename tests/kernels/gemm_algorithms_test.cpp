@@ -1,0 +1,73 @@
+// Gemm and MatMul fast algorithms against the reference kernels: transposes, alpha/beta,
+// every broadcast of C, batched MatMul with broadcasting and 1-D operands, threads 1 and 2.
+#include <fmt/core.h>
+
+#include "graph_builder.h"
+#include "kernel_test_util.h"
+
+namespace joule {
+namespace {
+
+using testing::GraphBuilder;
+
+void expect_match(const ir::Graph& g, const runtime::TensorMap& in, const std::string& algo, int threads,
+                  const std::string& what) {
+  const auto want = testing::run_with_algo(g, in, {"reference"}, "op", threads);
+  const auto got = testing::run_with_algo(g, in, {"op=" + algo}, "op", threads);
+  ASSERT_EQ(got.algorithm, algo) << what;
+  EXPECT_LE(testing::rel_error(got.out.at("y"), want.out.at("y")), 1e-5) << what;
+}
+
+TEST(GemmAlgorithms, TransposesAlphaBetaAndCBroadcasts) {
+  std::mt19937 rng(7);
+  auto r = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  for (int i = 0; i < 60; ++i) {
+    const int64_t M = r(1, 70), N = r(1, 90), K = r(1, 80);
+    const int64_t ta = r(0, 1), tb = r(0, 1);
+    const int c_kind = static_cast<int>(r(0, 6));  // none, [], [N], [1,N], [M,1], [M,N], [1,1]
+    const std::vector<Shape> c_shapes = {{}, {}, {N}, {1, N}, {M, 1}, {M, N}, {1, 1}};
+    GraphBuilder b;
+    b.input("a", DType::Float32, ta ? Shape{K, M} : Shape{M, K});
+    b.init("w", testing::random_tensor(tb ? Shape{N, K} : Shape{K, N}, static_cast<uint32_t>(i)));
+    std::vector<std::string> ins = {"a", "w"};
+    if (c_kind > 0) {
+      b.init("c", testing::random_tensor(c_shapes[static_cast<size_t>(c_kind)], 1000u + i));
+      ins.push_back("c");
+    }
+    const float alpha = r(0, 1) ? 1.f : 0.5f, beta = r(0, 2) == 0 ? 0.f : r(0, 1) ? 1.f : 2.f;
+    b.node("Gemm", ins, {"y"}, {{"transA", ta}, {"transB", tb}, {"alpha", alpha}, {"beta", beta}}, "op").output("y");
+    const ir::Graph g = b.build();
+    const runtime::TensorMap in = {{"a", testing::random_tensor(g.type_of("a")->static_shape(), 50u + i)}};
+    expect_match(g, in, "blas", static_cast<int>(r(1, 2)),
+                 fmt::format("M{} N{} K{} tA{} tB{} C{} alpha{} beta{}", M, N, K, ta, tb, c_kind, alpha, beta));
+  }
+}
+
+TEST(MatMulAlgorithms, BatchedBroadcastAnd1D) {
+  const std::vector<std::pair<Shape, Shape>> cases = {
+      {{5, 7}, {7, 3}},         {{2, 3, 5, 7}, {7, 9}},     {{2, 3, 5, 7}, {2, 3, 7, 4}},
+      {{4, 1, 6, 8}, {3, 8, 2}}, {{7}, {7, 5}},             {{2, 4, 7}, {7}},
+      {{1, 64, 96}, {96, 384}}, {{3, 197, 64}, {3, 64, 197}}, {{8}, {8}},
+  };
+  uint32_t seed = 1;
+  for (auto& [as, bs] : cases)
+    for (int threads : {1, 2}) {
+      for (bool weight : {false, true}) {
+        GraphBuilder b;
+        b.input("a", DType::Float32, as);
+        if (weight)
+          b.init("b", testing::random_tensor(bs, seed++));
+        else
+          b.input("b", DType::Float32, bs);
+        b.node("MatMul", {"a", "b"}, {"y"}, {}, "op").output("y");
+        const ir::Graph g = b.build();
+        runtime::TensorMap in = {{"a", testing::random_tensor(as, seed++)}};
+        if (!weight) in["b"] = testing::random_tensor(bs, seed++);
+        expect_match(g, in, "blas", threads,
+                     fmt::format("{} x {} weight {} threads {}", shape_str(as), shape_str(bs), weight, threads));
+      }
+    }
+}
+
+}  // namespace
+}  // namespace joule
