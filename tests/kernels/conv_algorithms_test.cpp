@@ -116,7 +116,7 @@ TEST(ConvAlgorithms, MatchReferenceOnRandomShapes) {
   std::map<std::string, int> ran;
   const auto algos = kernels::algorithms_for("conv");
   ASSERT_FALSE(algos.empty());
-  for (int i = 0; i < 150; ++i) {
+  for (int i = 0; i < 240; ++i) {
     const ConvCase k = random_case(rng);
     const ir::Graph g = build(k, static_cast<uint32_t>(i));
     runtime::TensorMap in = {{"x", testing::random_tensor(g.type_of("x")->static_shape(), 7u * i)}};

@@ -129,7 +129,7 @@ TEST(TuningCache, WrittenReadBackInvalidatedAndCorruptIgnored) {
   ASSERT_TRUE(fs::exists(cache));
   const auto j = nlohmann::json::parse(read_file(cache));
   EXPECT_EQ(j["schema"], 1);
-  EXPECT_GE(j["entries"].size(), 2u);  // both convs (and the Gemm when it has rivals)
+  EXPECT_GE(j["entries"].size(), 1u);  // every node with more than one candidate
   // Read back: same choice, no measuring.
   auto q = plan(g, {"auto"}, cache);
   EXPECT_EQ(q["conv_a"]["algorithm_source"], "auto (cached)");

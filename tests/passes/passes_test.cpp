@@ -16,6 +16,7 @@
 
 using namespace joule;
 using joule::testing::GraphBuilder;
+using Ints = std::vector<int64_t>;
 namespace fs = std::filesystem;
 
 namespace {
@@ -466,6 +467,122 @@ TEST(PassManager, UnsupportedOpsAreLeftForTheSessionToReport) {
   }
 }
 
+// ---------------------------------------------------------------- fusion passes
+
+TEST(FuseConv, ResidualAndActivationsIntoFusedConv) {
+  auto conv_graph = [](const std::string& act, bool residual) {
+    GraphBuilder b;
+    b.input("x", DType::Float32, {1, 3, 8, 8}).input("z", DType::Float32, {1, 4, 8, 8});
+    b.init("w", random_tensor({4, 3, 3, 3}, 1)).init("b", random_tensor({4}, 2));
+    b.init("lo", Tensor::scalar<float>(-0.3f)).init("hi", Tensor::scalar<float>(0.4f));
+    b.node("Conv", {"x", "w", "b"}, {"c"}, {{"pads", Ints{1, 1, 1, 1}}}, "conv");
+    std::string v = "c";
+    if (residual) {
+      b.node("Add", {"z", v}, {"s"});  // residual on the left: either order fuses
+      v = "s";
+    }
+    if (act == "Relu") b.node("Relu", {v}, {"y"});
+    if (act == "LeakyRelu") b.node("LeakyRelu", {v}, {"y"}, {{"alpha", 0.2f}});
+    if (act == "Clip") b.node("Clip", {v, "lo", "hi"}, {"y"});
+    if (act.empty()) b.node("Identity", {v}, {"y"});
+    return b.output("y").build();
+  };
+  for (const std::string act : {"", "Relu", "LeakyRelu", "Clip"})
+    for (bool residual : {false, true}) {
+      if (act.empty() && !residual) continue;
+      SCOPED_TRACE(act + (residual ? " + residual" : ""));
+      nlohmann::json r;
+      ir::Graph h = apply_and_compare(conv_graph(act, residual), {"fuse_conv"}, 1e-5, &r);
+      EXPECT_EQ(count_op(h, "FusedConv"), 1u);
+      EXPECT_EQ(h.nodes.size(), act.empty() ? 2u : 1u);  // the Identity stays
+      const ir::Node& f = *h.nodes[0];
+      EXPECT_EQ(f.domain, "joule");
+      EXPECT_EQ(f.attr_string("activation", ""), act);
+      EXPECT_EQ(f.inputs.size(), residual ? 4u : 3u);
+      EXPECT_EQ(r["passes"][0]["info"]["with_residual"], residual ? 1 : 0);
+    }
+}
+
+TEST(FuseConv, LeavesSharedOutputsAndMismatchedResiduals) {
+  GraphBuilder b;
+  b.input("x", DType::Float32, {1, 3, 8, 8}).input("z", DType::Float32, {1, 4, 1, 1});
+  b.init("w", random_tensor({4, 3, 3, 3}, 1)).init("w2", random_tensor({4, 3, 3, 3}, 3));
+  b.node("Conv", {"x", "w"}, {"c"}, {{"pads", Ints{1, 1, 1, 1}}})
+      .node("Relu", {"c"}, {"r"})
+      .node("Add", {"c", "r"}, {"y1"})                       // c has two consumers
+      .node("Conv", {"x", "w2"}, {"c2"}, {{"pads", Ints{1, 1, 1, 1}}})
+      .node("Add", {"c2", "z"}, {"y2"})                      // broadcast residual: not fused
+      .output("y1")
+      .output("y2");
+  ir::Graph h = apply_and_compare(b.build(), {"fuse_conv"}, 1e-6);
+  EXPECT_EQ(count_op(h, "FusedConv"), 0u);
+  EXPECT_EQ(h.nodes.size(), 5u);
+}
+
+// PyTorch's decomposition of LayerNorm over the last axis and of the Erf GELU.
+GraphBuilder transformer_block(int64_t c, bool pow_square) {
+  GraphBuilder b;
+  b.input("x", DType::Float32, {2, 5, c});
+  b.init("gamma", random_tensor({c}, 4, 0.5f, 1.5f)).init("beta", random_tensor({c}, 5));
+  b.init("axes", Tensor::from_vector<int64_t>({-1}, {1}));
+  b.init("two", Tensor::scalar<float>(2.f)).init("eps", Tensor::scalar<float>(1e-5f));
+  b.init("sqrt2", Tensor::scalar<float>(1.4142135f)).init("one", Tensor::scalar<float>(1.f));
+  b.init("half", Tensor::scalar<float>(0.5f));
+  b.node("ReduceMean", {"x"}, {"m"}, {{"axes", Ints{-1}}})
+      .node("Sub", {"x", "m"}, {"d"});
+  if (pow_square)
+    b.node("Pow", {"d", "two"}, {"p"});
+  else
+    b.node("Mul", {"d", "d"}, {"p"});
+  b.node("ReduceMean", {"p"}, {"v"}, {{"axes", Ints{2}}})
+      .node("Add", {"v", "eps"}, {"ve"})
+      .node("Sqrt", {"ve"}, {"s"})
+      .node("Div", {"d", "s"}, {"n"})
+      .node("Mul", {"n", "gamma"}, {"g"})
+      .node("Add", {"g", "beta"}, {"ln"})
+      .node("Div", {"ln", "sqrt2"}, {"q"})
+      .node("Erf", {"q"}, {"e"})
+      .node("Add", {"e", "one"}, {"e1"})
+      .node("Mul", {"ln", "e1"}, {"t"})
+      .node("Mul", {"t", "half"}, {"y"})
+      .output("y");
+  return b;
+}
+
+TEST(FuseLayerNormAndGelu, DecomposedSubgraphsBecomeOneNodeEach) {
+  for (bool pow_square : {true, false}) {
+    SCOPED_TRACE(pow_square ? "Pow" : "Mul");
+    GraphBuilder b = transformer_block(16, pow_square);
+    b.g.opsets[""] = 13;
+    ir::Graph h = apply_and_compare(b.build(), {"fuse_layer_norm", "fuse_gelu"}, 1e-5);
+    ASSERT_EQ(h.nodes.size(), 2u);
+    EXPECT_EQ(h.nodes[0]->op_type, "LayerNormalization");
+    EXPECT_EQ(h.nodes[0]->domain, "joule");  // opset 13 has no LayerNormalization
+    EXPECT_FLOAT_EQ(h.nodes[0]->attr_float("epsilon", 0), 1e-5f);
+    EXPECT_EQ(h.nodes[1]->op_type, "Gelu");
+    EXPECT_EQ(h.opset("joule"), 1);
+  }
+  GraphBuilder b = transformer_block(16, true);  // opset 17: ONNX's own LayerNormalization
+  ir::Graph h = apply_and_compare(b.build(), {"fuse_layer_norm"}, 1e-5);
+  EXPECT_EQ(h.nodes[0]->domain, "");
+}
+
+TEST(FuseLayerNormAndGelu, NearMissesAreLeftAlone) {
+  // Mean over another axis, a GELU with the wrong constant, and an interior value that is
+  // also a graph output (it stays computed; the fused node still replaces the root).
+  GraphBuilder b = transformer_block(16, true);
+  b.g.nodes[0]->attrs["axes"] = Ints{1};
+  b.g.initializers["half"] = Tensor::scalar<float>(0.4f);
+  ir::Graph h = apply_and_compare(b.build(), {"fuse_layer_norm", "fuse_gelu"}, 1e-6);
+  EXPECT_EQ(count_op(h, "LayerNormalization"), 0u);
+  EXPECT_EQ(count_op(h, "Gelu"), 0u);
+  GraphBuilder c = transformer_block(16, true);
+  c.output("d");
+  h = apply_and_compare(c.build(), {"fuse_layer_norm", "fuse_gelu"}, 1e-5);
+  EXPECT_EQ(count_op(h, "LayerNormalization"), 1u);
+  EXPECT_EQ(count_op(h, "Sub"), 1u);  // still computes the extra output
+}
+
 // ---------------------------------------------------------------- real models
 
 class PipelineOnPyTorchModel : public ::testing::TestWithParam<std::string> {};
@@ -488,6 +605,15 @@ TEST_P(PipelineOnPyTorchModel, StillMatchesPyTorch) {
   if (GetParam() == "resnet18" || GetParam() == "mobilenet_v2") {
     EXPECT_EQ(count_op(g, "BatchNormalization"), 0u);
     EXPECT_LT(g.nodes.size(), before);
+  }
+  if (GetParam() == "resnet18") {
+    EXPECT_EQ(count_op(g, "Relu"), 0u);  // all fused into FusedConv
+  }
+  if (GetParam() == "vit_small") {  // decomposed LayerNorm and Erf-GELU are fused
+    EXPECT_EQ(count_op(g, "ReduceMean"), 0u);
+    EXPECT_EQ(count_op(g, "Erf"), 0u);
+    EXPECT_EQ(count_op(g, "LayerNormalization"), 9u);
+    EXPECT_EQ(count_op(g, "Gelu"), 4u);
   }
   EXPECT_LE(g.nodes.size(), before);
   runtime::Session s(std::move(g));

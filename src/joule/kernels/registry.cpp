@@ -3,12 +3,14 @@
 
 namespace joule::kernels {
 
+extern const Algorithm kConvWinograd;
+extern const Algorithm kConvWinogradF2;
 extern const Algorithm kConvOnednn;
 extern const Algorithm kGemmBlas;
 extern const Algorithm kMatMulBlas;
 
 const std::vector<const Algorithm*>& all_algorithms() {
-  static const std::vector<const Algorithm*> all = {&kConvOnednn, &kGemmBlas, &kMatMulBlas};
+  static const std::vector<const Algorithm*> all = {&kConvWinograd, &kConvWinogradF2, &kConvOnednn, &kGemmBlas, &kMatMulBlas};
   return all;
 }
 

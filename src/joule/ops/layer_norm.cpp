@@ -136,5 +136,8 @@ Cost cost(const CostContext& c) {
 
 extern const OpDef kOpLayerNormalization;
 const OpDef kOpLayerNormalization{"LayerNormalization", "", 2, 3, infer, run, cost};
+// The same op in joule's domain: what fuse_layer_norm emits for models below opset 17.
+extern const OpDef kOpJouleLayerNormalization;
+const OpDef kOpJouleLayerNormalization{"LayerNormalization", "joule", 2, 3, infer, run, cost};
 
 }  // namespace joule::ops

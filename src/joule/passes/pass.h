@@ -64,6 +64,8 @@ PassResult fold_constants(ir::Graph& g, const PassOptions& o);       // constant
 PassResult eliminate_dead_code(ir::Graph& g, const PassOptions& o);  // unused nodes and initializers
 PassResult fold_batch_norm(ir::Graph& g, const PassOptions& o);      // BN into Conv / Gemm / MatMul
 PassResult fuse_conv(ir::Graph& g, const PassOptions& o);            // Conv [+Add] [+act] -> FusedConv
+PassResult fuse_layer_norm(ir::Graph& g, const PassOptions& o);      // decomposed LayerNorm -> one node
+PassResult fuse_gelu(ir::Graph& g, const PassOptions& o);            // Erf-GELU subgraph -> Gelu
 
 // Replaces every use of value `from` as a node input by `to` (graph outputs untouched).
 size_t replace_uses(ir::Graph& g, const std::string& from, const std::string& to);

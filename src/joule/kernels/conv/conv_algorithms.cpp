@@ -5,6 +5,7 @@
 #include "joule/core/cpu_features.h"
 #include "joule/kernels/conv/conv_node.h"
 #include "joule/kernels/conv/onednn.h"
+#include "joule/kernels/conv/winograd.h"
 
 namespace joule::kernels {
 namespace {
@@ -37,7 +38,41 @@ std::unique_ptr<Kernel> onednn_prepare(const NodeView& v) {
   });
 }
 
+std::string need_avx512() { return cpu_features().avx512 ? "" : "needs AVX-512 (this CPU: " + cpu_features().isa + ")"; }
+
+// ---- winograd (F(4x4,3x3)) and winograd_f2 (F(2x2,3x3))
+template <int Tile>
+std::string winograd_supports_node(const NodeView& v) {
+  ConvProblem p;
+  if (std::string r = common(v, &p); !r.empty()) return r;
+  if (std::string r = need_avx512(); !r.empty()) return r;
+  return winograd_supports(p.shape, Tile);
+}
+template <int Tile>
+double winograd_estimate(const NodeView& v) {
+  ConvProblem p;
+  common(v, &p);
+  // Effective (direct-FLOP) rates measured at 1 thread; small maps leave few tiles to reuse
+  // the transformed weights, which then stream from memory.
+  const bool small = p.shape.oh * p.shape.ow < 14 * 14;
+  const double gf = Tile == 4 ? (small ? 110 : 260) : (small ? 150 : 200);
+  return time_ms(v, gf, 0.01);
+}
+template <int Tile>
+std::unique_ptr<Kernel> winograd_prepare(const NodeView& v) {
+  return prepare_conv(v, [](const ConvProblem& p, int threads) {
+    return make_winograd_conv(p.shape, p.weight, p.bias, p.epilogue, Tile, threads);
+  });
+}
+
 }  // namespace
+
+extern const Algorithm kConvWinograd;
+const Algorithm kConvWinograd{"conv", "winograd", "Winograd F(4x4,3x3), AVX-512 (3x3 stride 1; error <= 1e-3)",
+                              winograd_supports_node<4>, winograd_estimate<4>, winograd_prepare<4>};
+extern const Algorithm kConvWinogradF2;
+const Algorithm kConvWinogradF2{"conv", "winograd_f2", "Winograd F(2x2,3x3), AVX-512 (3x3 stride 1)",
+                                winograd_supports_node<2>, winograd_estimate<2>, winograd_prepare<2>};
 
 extern const Algorithm kConvOnednn;
 const Algorithm kConvOnednn{"conv", "onednn", "oneDNN convolution primitive (blocked layouts, fused post-ops)",

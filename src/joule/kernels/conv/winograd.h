@@ -1,0 +1,22 @@
+#pragma once
+// Winograd convolution F(2x2,3x3) / F(4x4,3x3) for 3x3, stride-1, dilation-1 convolutions
+// (any pads, groups, batch and spatial size). Needs AVX-512F: the caller only picks it on
+// CPUs that have it. See winograd.cpp for the method.
+#include <memory>
+#include <string>
+
+#include "joule/kernels/conv/conv_shape.h"
+
+namespace joule::kernels {
+
+// "" when the shape is supported, otherwise a one-line reason. tile = 2 -> F(2x2,3x3),
+// tile = 4 -> F(4x4,3x3).
+std::string winograd_supports(const ConvShape& s, int tile);
+
+// weight: [M, C/group, 3, 3] row-major; bias: [M] or nullptr. The weights are transformed
+// and all scratch for `threads` threads is allocated here; run() must be given a pool with
+// at most `threads` threads. Throws Error(Unsupported) when winograd_supports() refuses.
+std::unique_ptr<ConvKernel> make_winograd_conv(const ConvShape& s, const float* weight, const float* bias,
+                                               const Epilogue& ep, int tile, int threads);
+
+}  // namespace joule::kernels
