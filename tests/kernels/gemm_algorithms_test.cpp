@@ -10,12 +10,14 @@ namespace {
 
 using testing::GraphBuilder;
 
-void expect_match(const ir::Graph& g, const runtime::TensorMap& in, const std::string& algo, int threads,
-                  const std::string& what) {
+// Every algorithm of the node's class (OpenBLAS, oneDNN) against the reference.
+void expect_match(const ir::Graph& g, const runtime::TensorMap& in, int threads, const std::string& what) {
   const auto want = testing::run_with_algo(g, in, {"reference"}, "op", threads);
-  const auto got = testing::run_with_algo(g, in, {"op=" + algo}, "op", threads);
-  ASSERT_EQ(got.algorithm, algo) << what;
-  EXPECT_LE(testing::rel_error(got.out.at("y"), want.out.at("y")), 1e-5) << what;
+  for (const char* algo : {"blas", "onednn"}) {
+    const auto got = testing::run_with_algo(g, in, {std::string("op=") + algo}, "op", threads);
+    ASSERT_EQ(got.algorithm, algo) << what;
+    EXPECT_LE(testing::rel_error(got.out.at("y"), want.out.at("y")), 1e-5) << algo << " " << what;
+  }
 }
 
 TEST(GemmAlgorithms, TransposesAlphaBetaAndCBroadcasts) {
@@ -38,7 +40,7 @@ TEST(GemmAlgorithms, TransposesAlphaBetaAndCBroadcasts) {
     b.node("Gemm", ins, {"y"}, {{"transA", ta}, {"transB", tb}, {"alpha", alpha}, {"beta", beta}}, "op").output("y");
     const ir::Graph g = b.build();
     const runtime::TensorMap in = {{"a", testing::random_tensor(g.type_of("a")->static_shape(), 50u + i)}};
-    expect_match(g, in, "blas", static_cast<int>(r(1, 2)),
+    expect_match(g, in, static_cast<int>(r(1, 2)),
                  fmt::format("M{} N{} K{} tA{} tB{} C{} alpha{} beta{}", M, N, K, ta, tb, c_kind, alpha, beta));
   }
 }
@@ -63,7 +65,7 @@ TEST(MatMulAlgorithms, BatchedBroadcastAnd1D) {
         const ir::Graph g = b.build();
         runtime::TensorMap in = {{"a", testing::random_tensor(as, seed++)}};
         if (!weight) in["b"] = testing::random_tensor(bs, seed++);
-        expect_match(g, in, "blas", threads,
+        expect_match(g, in, threads,
                      fmt::format("{} x {} weight {} threads {}", shape_str(as), shape_str(bs), weight, threads));
       }
     }

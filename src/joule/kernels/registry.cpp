@@ -8,9 +8,11 @@ extern const Algorithm kConvWinogradF2;
 extern const Algorithm kConvOnednn;
 extern const Algorithm kGemmBlas;
 extern const Algorithm kMatMulBlas;
+extern const Algorithm kGemmOnednn;
+extern const Algorithm kMatMulOnednn;
 
 const std::vector<const Algorithm*>& all_algorithms() {
-  static const std::vector<const Algorithm*> all = {&kConvWinograd, &kConvWinogradF2, &kConvOnednn, &kGemmBlas, &kMatMulBlas};
+  static const std::vector<const Algorithm*> all = {&kConvWinograd, &kConvWinogradF2, &kConvOnednn, &kGemmOnednn, &kGemmBlas, &kMatMulOnednn, &kMatMulBlas};
   return all;
 }
 

@@ -1,4 +1,4 @@
-// Gemm through OpenBLAS SGEMM: Y = alpha * A' B' + beta * C with C broadcast into Y first.
+// Gemm through SGEMM (OpenBLAS or oneDNN): Y = alpha * A' B' + beta * C with C broadcast into Y first.
 #include "joule/kernels/algorithm.h"
 #include "joule/kernels/gemm/sgemm.h"
 
@@ -38,7 +38,7 @@ std::string read(const NodeView& v, GemmDims* d) {
 
 class BlasGemm : public Kernel {
  public:
-  explicit BlasGemm(GemmDims d) : d_(std::move(d)) {}
+  BlasGemm(Blas backend, GemmDims d) : b_(backend), d_(std::move(d)) {}
   void run(ops::KernelContext& k) const override {
     const Tensor& A = k.in(0);
     const Tensor& B = k.in(1);
@@ -57,12 +57,13 @@ class BlasGemm : public Kernel {
         for (int64_t j = 0; j < d_.N; ++j) y[i * d_.N + j] = d_.beta * c[i * rs + j * cs];
       beta = 1.f;
     }
-    parallel_sgemm(*k.pool, d_.ta, d_.tb, d_.M, d_.N, d_.K, d_.alpha, A.data<float>(), A.dim(1), B.data<float>(),
+    parallel_sgemm(b_, *k.pool, d_.ta, d_.tb, d_.M, d_.N, d_.K, d_.alpha, A.data<float>(), A.dim(1), B.data<float>(),
                    B.dim(1), beta, y, d_.N);
     k.outputs[0] = std::move(Y);
   }
 
  private:
+  Blas b_;
   GemmDims d_;
 };
 
@@ -71,22 +72,28 @@ std::string supports(const NodeView& v) {
   return read(v, &d);
 }
 
+// OpenBLAS's AVX2 path vs oneDNN's AVX-512 JIT (rough 1-thread rates).
+template <Blas B>
 double estimate_ms(const NodeView& v) {
   GemmDims d;
   read(v, &d);
-  return 2.0 * d.M * d.N * d.K / (60e9 * v.threads) * 1e3 + 0.002;
+  return 2.0 * d.M * d.N * d.K / ((B == Blas::kOnednn ? 100e9 : 50e9) * v.threads) * 1e3 + 0.002;
 }
 
+template <Blas B>
 std::unique_ptr<Kernel> prepare(const NodeView& v) {
-  blas_use_one_thread();
   GemmDims d;
   read(v, &d);
-  return std::make_unique<BlasGemm>(std::move(d));
+  return std::make_unique<BlasGemm>(B, std::move(d));
 }
 
 }  // namespace
 
 extern const Algorithm kGemmBlas;
-const Algorithm kGemmBlas{"gemm", "blas", "OpenBLAS SGEMM on the engine's pool", supports, estimate_ms, prepare};
+const Algorithm kGemmBlas{"gemm", "blas", "OpenBLAS SGEMM on the engine's pool", supports, estimate_ms<Blas::kOpenBlas>,
+                          prepare<Blas::kOpenBlas>};
+extern const Algorithm kGemmOnednn;
+const Algorithm kGemmOnednn{"gemm", "onednn", "oneDNN sgemm (AVX-512 JIT)", supports, estimate_ms<Blas::kOnednn>,
+                            prepare<Blas::kOnednn>};
 
 }  // namespace joule::kernels

@@ -1,4 +1,4 @@
-// MatMul (numpy semantics, batch broadcasting) through OpenBLAS SGEMM. Batches whose B is the
+// MatMul (numpy semantics, batch broadcasting) through SGEMM (OpenBLAS or oneDNN). Batches whose B is the
 // same matrix (a weight shared by every row of A) are merged into one tall GEMM.
 #include "joule/kernels/algorithm.h"
 #include "joule/kernels/gemm/sgemm.h"
@@ -44,7 +44,7 @@ std::string read(const NodeView& v, MatMulPlan* p) {
 
 class BlasMatMul : public Kernel {
  public:
-  explicit BlasMatMul(MatMulPlan p) : p_(std::move(p)) {}
+  BlasMatMul(Blas backend, MatMulPlan p) : b_(backend), p_(std::move(p)) {}
   void run(ops::KernelContext& k) const override {
     const Tensor& A = k.in(0);
     const Tensor& B = k.in(1);
@@ -55,12 +55,16 @@ class BlasMatMul : public Kernel {
     float* y = Y.data<float>();
     const int64_t M = p_.M, N = p_.N, K = p_.K, nb = static_cast<int64_t>(p_.a_off.size());
     if (p_.merged || nb == 1) {
-      parallel_sgemm(*k.pool, false, false, M * (p_.merged ? nb : 1), N, K, 1.f, a + p_.a_off[0], K,
+      parallel_sgemm(b_, *k.pool, false, false, M * (p_.merged ? nb : 1), N, K, 1.f, a + p_.a_off[0], K,
                      b + p_.b_off[0], N, 0.f, y, N);
+    } else if (b_ == Blas::kOnednn) {  // oneDNN's team per product
+      for (int64_t t = 0; t < nb; ++t)
+        sgemm(b_, k.pool->threads(), false, false, M, N, K, 1.f, a + p_.a_off[static_cast<size_t>(t)], K,
+              b + p_.b_off[static_cast<size_t>(t)], N, 0.f, y + t * M * N, N);
     } else {
       k.pool->parallel_for(nb, [&](int64_t t0, int64_t t1) {
         for (int64_t t = t0; t < t1; ++t)
-          sgemm(false, false, M, N, K, 1.f, a + p_.a_off[static_cast<size_t>(t)], K,
+          sgemm(b_, 1, false, false, M, N, K, 1.f, a + p_.a_off[static_cast<size_t>(t)], K,
                 b + p_.b_off[static_cast<size_t>(t)], N, 0.f, y + t * M * N, N);
       });
     }
@@ -68,6 +72,7 @@ class BlasMatMul : public Kernel {
   }
 
  private:
+  Blas b_;
   MatMulPlan p_;
 };
 
@@ -76,23 +81,28 @@ std::string supports(const NodeView& v) {
   return read(v, &p);
 }
 
+template <Blas B>
 double estimate_ms(const NodeView& v) {
   MatMulPlan p;
   read(v, &p);
-  return 2.0 * static_cast<double>(p.a_off.size()) * p.M * p.N * p.K / (60e9 * v.threads) * 1e3 + 0.002;
+  return 2.0 * static_cast<double>(p.a_off.size()) * p.M * p.N * p.K /
+             ((B == Blas::kOnednn ? 100e9 : 50e9) * v.threads) * 1e3 + 0.002;
 }
 
+template <Blas B>
 std::unique_ptr<Kernel> prepare(const NodeView& v) {
-  blas_use_one_thread();
   MatMulPlan p;
   read(v, &p);
-  return std::make_unique<BlasMatMul>(std::move(p));
+  return std::make_unique<BlasMatMul>(B, std::move(p));
 }
 
 }  // namespace
 
 extern const Algorithm kMatMulBlas;
-const Algorithm kMatMulBlas{"matmul", "blas", "OpenBLAS SGEMM on the engine's pool (batched)", supports, estimate_ms,
-                            prepare};
+const Algorithm kMatMulBlas{"matmul", "blas", "OpenBLAS SGEMM on the engine's pool (batched)", supports,
+                            estimate_ms<Blas::kOpenBlas>, prepare<Blas::kOpenBlas>};
+extern const Algorithm kMatMulOnednn;
+const Algorithm kMatMulOnednn{"matmul", "onednn", "oneDNN sgemm (AVX-512 JIT), batched", supports,
+                              estimate_ms<Blas::kOnednn>, prepare<Blas::kOnednn>};
 
 }  // namespace joule::kernels
