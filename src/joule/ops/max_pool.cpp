@@ -62,6 +62,47 @@ void max_pool(const Tensor& X, Tensor& Y, Tensor* I, const SpatialPlan& p, bool 
       });
 }
 
+// The common case (float32, 1-D/2-D, no Indices output) without the per-window callback of
+// the general path: per plane, per output row, the valid kernel rows and columns are clipped
+// to the input once, so the inner loop is a plain max over contiguous (or strided) values.
+void max_pool_2d_f32(const Tensor& X, Tensor& Y, const SpatialPlan& p, ThreadPool* pool) {
+  const float* x = X.data<float>();
+  float* y = Y.data<float>();
+  const int64_t ih = p.in[1], iw = p.in[2], oh = p.out[1], ow = p.out[2];
+  auto body = [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const float* xp = x + t * ih * iw;
+      float* yp = y + t * oh * ow;
+      for (int64_t i = 0; i < oh; ++i) {
+        const int64_t h0 = i * p.s[1] - p.pb[1];
+        for (int64_t j = 0; j < ow; ++j) {
+          const int64_t w0 = j * p.s[2] - p.pb[2];
+          float best = -std::numeric_limits<float>::infinity();
+          bool any = false;
+          for (int64_t a = 0; a < p.k[1]; ++a) {
+            const int64_t hh = h0 + a * p.d[1];
+            if (hh < 0 || hh >= ih) continue;
+            const float* row = xp + hh * iw;
+            for (int64_t b = 0; b < p.k[2]; ++b) {
+              const int64_t ww = w0 + b * p.d[2];
+              if (ww < 0 || ww >= iw) continue;
+              const float v = row[ww];
+              if (v > best || !any) best = v;
+              any = true;
+            }
+          }
+          yp[i * ow + j] = best;
+        }
+      }
+    }
+  };
+  const int64_t planes = X.dim(0) * X.dim(1);
+  if (pool)
+    pool->parallel_for(planes, body);
+  else
+    body(0, planes);
+}
+
 void run(KernelContext& c) {
   const Tensor& X = c.in(0);
   const std::string why = check(c.node, c.opset);
@@ -73,6 +114,11 @@ void run(KernelContext& c) {
   Tensor I;
   if (want_idx) I = Tensor(DType::Int64, ys);
   const bool col = c.node.attr_int("storage_order", 0) == 1;
+  if (X.dtype() == DType::Float32 && !want_idx && X.rank() <= 4 && p.k[0] == 1 && p.in[0] == 1) {
+    max_pool_2d_f32(X, Y, p, c.pool);
+    c.outputs[0] = Y;
+    return;
+  }
   auto go = [&](auto tag) {
     using T = typename decltype(tag)::type;
     max_pool<T>(X, Y, want_idx ? &I : nullptr, p, col, c.pool);
