@@ -37,7 +37,11 @@ nlohmann::json plan_json(const runtime::Session& s) {
     ++count[e["algorithm"].get<std::string>()];
     steps.push_back(e);
   }
-  return {{"threads", s.threads()}, {"steps", steps}, {"algorithms", count}};
+  const runtime::MemoryPlan& m = s.memory_plan();
+  return {{"threads", s.threads()},
+          {"steps", steps},
+          {"algorithms", count},
+          {"memory", {{"arena_bytes", m.arena_bytes}, {"naive_bytes", m.naive_bytes}, {"planned_buffers", m.planned_buffers}}}};
 }
 
 void print_plan(const nlohmann::json& p) {
@@ -52,6 +56,10 @@ void print_plan(const nlohmann::json& p) {
   std::string summary;
   for (auto& [k, v] : p["algorithms"].items()) summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", v.get<int>(), k);
   fmt::print("algorithms: {}\n", summary);
+  const auto& m = p["memory"];
+  fmt::print("activation memory: arena {} for {} planned buffers (each buffer separate: {})\n",
+             human_bytes(m["arena_bytes"].get<double>()), m["planned_buffers"].get<size_t>(),
+             human_bytes(m["naive_bytes"].get<double>()));
 }
 
 void print_table(const nlohmann::json& j, bool nodes) {

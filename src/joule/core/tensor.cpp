@@ -54,6 +54,15 @@ Tensor Tensor::reshaped(Shape shape) const {
   return t;
 }
 
+Tensor Tensor::view(size_t byte_offset, DType dtype, Shape shape) const {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  JOULE_CHECK(byte_offset + t.nbytes() <= nbytes(), "Tensor::view: out of range");
+  t.storage_ = std::shared_ptr<std::byte[]>(storage_, storage_.get() + byte_offset);
+  return t;
+}
+
 Tensor Tensor::clone() const {
   if (!defined()) return {};
   Tensor t(dtype_, shape_);

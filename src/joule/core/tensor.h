@@ -60,6 +60,9 @@ class Tensor {
   // Same buffer, new shape (numel must match).
   Tensor reshaped(Shape shape) const;
   Tensor clone() const;
+  // A tensor of `dtype`/`shape` inside this tensor's buffer at `byte_offset` (it keeps the
+  // buffer alive). For the session's activation arena.
+  Tensor view(size_t byte_offset, DType dtype, Shape shape) const;
   // Element i converted to double / int64 (any dtype); for shape and scalar inputs.
   double value_as_double(int64_t i) const;
   int64_t value_as_int(int64_t i) const;

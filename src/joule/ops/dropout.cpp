@@ -36,6 +36,6 @@ void run(KernelContext& c) {
 }  // namespace
 
 extern const OpDef kOpDropout;
-const OpDef kOpDropout{"Dropout", "", 1, 3, infer, run, data_movement_cost};
+const OpDef kOpDropout{"Dropout", "", 1, 3, infer, run, data_movement_cost, nullptr, true};
 
 }  // namespace joule::ops

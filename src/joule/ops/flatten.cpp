@@ -33,6 +33,6 @@ void run(KernelContext& c) {
 }  // namespace
 
 extern const OpDef kOpFlatten;
-const OpDef kOpFlatten{"Flatten", "", 1, 1, infer, run, data_movement_cost};
+const OpDef kOpFlatten{"Flatten", "", 1, 1, infer, run, data_movement_cost, nullptr, true};
 
 }  // namespace joule::ops

@@ -10,6 +10,6 @@ void run(KernelContext& c) { c.outputs[0] = c.in(0); }
 }  // namespace
 
 extern const OpDef kOpIdentity;
-const OpDef kOpIdentity{"Identity", "", 1, 1, infer, run, data_movement_cost};
+const OpDef kOpIdentity{"Identity", "", 1, 1, infer, run, data_movement_cost, nullptr, true};
 
 }  // namespace joule::ops

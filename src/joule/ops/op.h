@@ -36,6 +36,9 @@ struct KernelContext {
 
   bool has(size_t i) const { return i < inputs.size() && inputs[i] != nullptr; }
   const Tensor& in(size_t i) const;   // throws BadInput when absent
+  // Output i for the kernel to fill: the buffer the session's memory plan placed there when it
+  // has this dtype and shape, otherwise a new tensor.
+  Tensor& output(size_t i, DType dtype, const Shape& shape);
 };
 
 struct Cost {
@@ -64,6 +67,9 @@ struct OpDef {
   Cost (*cost)(const CostContext&) = nullptr;
   // Optional: "" when the node is supported, otherwise the reason (attribute value, ...).
   std::string (*check)(const ir::Node&, int64_t opset) = nullptr;
+  // Output 0 may be a view of input 0's buffer (Reshape, Flatten, ...): the memory planner
+  // then keeps that buffer alive as long as either value.
+  bool view = false;
 };
 
 // Looks up an op; nullptr when joule has none.

@@ -116,6 +116,6 @@ void run(KernelContext& c) {
 }  // namespace
 
 extern const OpDef kOpReshape;
-const OpDef kOpReshape{"Reshape", "", 1, 2, infer, run, data_movement_cost};
+const OpDef kOpReshape{"Reshape", "", 1, 2, infer, run, data_movement_cost, nullptr, true};
 
 }  // namespace joule::ops

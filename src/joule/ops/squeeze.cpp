@@ -72,6 +72,6 @@ void run(KernelContext& c) {
 }  // namespace
 
 extern const OpDef kOpSqueeze;
-const OpDef kOpSqueeze{"Squeeze", "", 1, 2, infer, run, data_movement_cost};
+const OpDef kOpSqueeze{"Squeeze", "", 1, 2, infer, run, data_movement_cost, nullptr, true};
 
 }  // namespace joule::ops

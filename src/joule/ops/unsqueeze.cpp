@@ -53,6 +53,6 @@ void run(KernelContext& c) {
 }  // namespace
 
 extern const OpDef kOpUnsqueeze;
-const OpDef kOpUnsqueeze{"Unsqueeze", "", 1, 2, infer, run, data_movement_cost};
+const OpDef kOpUnsqueeze{"Unsqueeze", "", 1, 2, infer, run, data_movement_cost, nullptr, true};
 
 }  // namespace joule::ops

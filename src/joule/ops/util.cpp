@@ -14,6 +14,13 @@ const Tensor& KernelContext::in(size_t i) const {
   return *inputs[i];
 }
 
+Tensor& KernelContext::output(size_t i, DType dtype, const Shape& shape) {
+  if (outputs.size() <= i) outputs.resize(i + 1);
+  Tensor& t = outputs[i];
+  if (!t.defined() || t.dtype() != dtype || t.shape() != shape) t = Tensor(dtype, shape);
+  return t;
+}
+
 int64_t normalize_axis(int64_t axis, int64_t rank, const ir::Node& node) {
   int64_t a = axis < 0 ? axis + rank : axis;
   if (a < 0 || a >= rank)

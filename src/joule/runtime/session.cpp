@@ -100,6 +100,42 @@ Session::Session(ir::Graph graph, SessionOptions options) : graph_(std::move(gra
   for (size_t s = 0; s < last.size(); ++s)
     if (last[s] >= 0 && !constant_slots_[s].defined()) steps_[last[s]].free_after.push_back(static_cast<int>(s));
   choose_kernels(options.algo);
+  plan_memory_(last);
+}
+
+void Session::plan_memory_(const std::vector<int>& last) {
+  std::vector<PlannedValue> values(slot_of_.size());
+  slot_type_.assign(slot_of_.size(), ir::TensorType{});
+  std::vector<bool> is_output(slot_of_.size(), false);
+  for (int s : output_slots_) is_output[static_cast<size_t>(s)] = true;
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const Step& st = steps_[i];
+    const ir::Node& n = *graph_.nodes[st.node];
+    for (size_t j = 0; j < st.out_slots.size(); ++j) {
+      const int s = st.out_slots[j];
+      if (s < 0) continue;
+      PlannedValue& v = values[static_cast<size_t>(s)];
+      v.def = static_cast<int>(i);
+      v.last = std::max(static_cast<int>(i), last[static_cast<size_t>(s)]);
+      if (j == 0 && st.def->view && !st.in_slots.empty()) v.alias_of = st.in_slots[0];
+      const ir::TensorType* t = graph_.type_of(n.outputs[j]);
+      if (is_output[static_cast<size_t>(s)] || !t || !t->is_static() || dtype_size(t->dtype) == 0) continue;
+      slot_type_[static_cast<size_t>(s)] = *t;
+      v.bytes = static_cast<size_t>(shape_numel(t->static_shape())) * dtype_size(t->dtype);
+    }
+  }
+  // Inputs and constants are never planned; a view of one is not either.
+  for (size_t s = 0; s < values.size(); ++s)
+    if (values[s].def < 0) values[s].bytes = 0;
+  plan_ = plan_memory(values);
+  if (plan_.arena_bytes > 0) arena_ = Tensor(DType::UInt8, {static_cast<int64_t>(plan_.arena_bytes)});
+}
+
+bool Session::in_arena(const Tensor& t) const {
+  if (!arena_.defined() || !t.defined()) return false;
+  const auto* p = static_cast<const std::byte*>(t.raw());
+  const auto* base = static_cast<const std::byte*>(arena_.raw());
+  return p >= base && p < base + plan_.arena_bytes;
 }
 
 void Session::choose_kernels(const kernels::AlgoSpec& spec) {
@@ -172,6 +208,12 @@ TensorMap Session::run(const TensorMap& inputs) {
     for (auto* o : observers_) o->before_node(si, n, in_ptrs);
     ops::KernelContext k{n, graph_.opset(n.domain), in_ptrs, {}, pool_.get()};
     k.outputs.resize(n.outputs.size());
+    for (size_t j = 0; j < st.out_slots.size(); ++j) {  // planned buffers for the kernel to fill
+      const int s = st.out_slots[j];
+      if (s < 0 || plan_.offset[static_cast<size_t>(s)] < 0 || (j == 0 && st.def->view)) continue;
+      const ir::TensorType& t = slot_type_[static_cast<size_t>(s)];
+      k.outputs[j] = arena_.view(static_cast<size_t>(plan_.offset[static_cast<size_t>(s)]), t.dtype, t.static_shape());
+    }
     if (st.kernel)
       st.kernel->run(k);
     else
@@ -181,6 +223,13 @@ TensorMap Session::run(const TensorMap& inputs) {
       int s = st.out_slots[i];
       if (s < 0) continue;
       if (!k.outputs[i].defined()) fail_internal(n.where() + ": kernel produced no output " + std::to_string(i));
+      // An output inside the arena must be its own planned buffer; anything else there (a
+      // kernel that returned a view of an input) is copied out before the arena reuses it.
+      if (in_arena(k.outputs[i])) {
+        const long long off = plan_.offset[static_cast<size_t>(s)];
+        const auto* want = static_cast<const std::byte*>(arena_.raw()) + off;
+        if (off < 0 || k.outputs[i].raw() != want) k.outputs[i] = k.outputs[i].clone();
+      }
       slots[s] = std::move(k.outputs[i]);
       live.add(slots[s]);
     }

@@ -10,6 +10,7 @@
 #include "joule/core/thread_pool.h"
 #include "joule/ir/graph.h"
 #include "joule/kernels/select.h"
+#include "joule/runtime/memory_plan.h"
 
 namespace joule::ops {
 struct OpDef;
@@ -61,6 +62,9 @@ class Session {
   // Largest total size of live intermediate and output tensors during the last run
   // (weights excluded; buffers shared by views counted once).
   size_t peak_bytes() const { return peak_bytes_; }
+  // The static activation plan: arena size vs every buffer separate. Kernels that accept a
+  // preallocated output (the fast conv/gemm/matmul kernels) write into the arena.
+  const MemoryPlan& memory_plan() const { return plan_; }
   size_t weight_bytes() const;
 
  private:
@@ -74,6 +78,8 @@ class Session {
   };
   void check_input(const std::string& name, const Tensor& t) const;
   void choose_kernels(const kernels::AlgoSpec& spec);
+  void plan_memory_(const std::vector<int>& last);
+  bool in_arena(const Tensor& t) const;
 
   ir::Graph graph_;
   std::unique_ptr<ThreadPool> pool_;
@@ -82,6 +88,9 @@ class Session {
   std::vector<Tensor> constant_slots_;  // initializers, by slot (undefined elsewhere)
   std::vector<int> input_slots_, output_slots_;
   std::vector<Observer*> observers_;
+  MemoryPlan plan_;                      // per slot
+  std::vector<ir::TensorType> slot_type_;  // static type of planned slots
+  Tensor arena_;
   size_t peak_bytes_ = 0;
 };
 

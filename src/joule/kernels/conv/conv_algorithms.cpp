@@ -4,6 +4,10 @@
 // scaled by threads; they only need to rank algorithms sensibly.
 #include "joule/core/cpu_features.h"
 #include "joule/kernels/conv/conv_node.h"
+#include <cmath>
+
+#include "joule/kernels/conv/direct.h"
+#include "joule/kernels/conv/fft.h"
 #include "joule/kernels/conv/onednn.h"
 #include "joule/kernels/conv/winograd.h"
 
@@ -65,8 +69,61 @@ std::unique_ptr<Kernel> winograd_prepare(const NodeView& v) {
   });
 }
 
+// ---- direct
+std::string direct_supports_node(const NodeView& v) {
+  ConvProblem p;
+  if (std::string r = common(v, &p); !r.empty()) return r;
+  if (std::string r = need_avx512(); !r.empty()) return r;
+  return direct_supports(p.shape);
+}
+double direct_estimate(const NodeView& v) {
+  ConvProblem p;
+  common(v, &p);
+  const ConvShape& s = p.shape;
+  // 16-wide output vectors along the width: narrow maps waste lanes.
+  const double lanes = std::min(1.0, static_cast<double>(s.ow) / static_cast<double>((s.ow + 15) / 16 * 16));
+  const double gf = s.depthwise() ? 30 : (s.kh * s.kw == 1 ? 75 : 105 * lanes);
+  return time_ms(v, gf, 0.005);
+}
+std::unique_ptr<Kernel> direct_prepare(const NodeView& v) {
+  return prepare_conv(v, [](const ConvProblem& p, int threads) {
+    return make_direct_conv(p.shape, p.weight, p.bias, p.epilogue, threads);
+  });
+}
+
+// ---- fft
+std::string fft_supports_node(const NodeView& v) {
+  ConvProblem p;
+  if (std::string r = common(v, &p); !r.empty()) return r;
+  return fft_supports(p.shape);
+}
+double fft_estimate(const NodeView& v) {
+  ConvProblem p;
+  common(v, &p);
+  const ConvShape& s = p.shape;
+  // Work does not grow with the kernel: transforms of C inputs and M outputs, and a complex
+  // multiply-accumulate over the half spectrum for every (m, c) pair (rough 1-thread rates).
+  const double fh = static_cast<double>(s.h + std::max(s.pad_top, s.pad_bottom));
+  const double fw = static_cast<double>(s.w + std::max(s.pad_left, s.pad_right));
+  const double spectrum = fh * (fw / 2 + 1);
+  const double mac = 8.0 * s.n * s.m * s.cg() * spectrum / (15e9 * v.threads);
+  const double fft = 5.0 * s.n * (s.c + s.m) * fh * fw * std::log2(fh * fw) / (10e9 * v.threads);
+  return (mac + fft) * 1e3 + 0.02;
+}
+std::unique_ptr<Kernel> fft_prepare(const NodeView& v) {
+  return prepare_conv(v, [](const ConvProblem& p, int threads) {
+    return make_fft_conv(p.shape, p.weight, p.bias, p.epilogue, threads);
+  });
+}
+
 }  // namespace
 
+extern const Algorithm kConvDirect;
+const Algorithm kConvDirect{"conv", "direct", "direct loops, AVX-512 register tiles (depthwise 3x3/5x5 fast path)",
+                            direct_supports_node, direct_estimate, direct_prepare};
+extern const Algorithm kConvFft;
+const Algorithm kConvFft{"conv", "fft", "FFTW r2c/c2r, frequency-domain accumulation (stride 1; error <= 1e-3)",
+                         fft_supports_node, fft_estimate, fft_prepare};
 extern const Algorithm kConvWinograd;
 const Algorithm kConvWinograd{"conv", "winograd", "Winograd F(4x4,3x3), AVX-512 (3x3 stride 1; error <= 1e-3)",
                               winograd_supports_node<4>, winograd_estimate<4>, winograd_prepare<4>};

@@ -45,9 +45,8 @@ class ConvNodeKernel : public Kernel {
              shape_str(y_shape_));
       res = Z.data<float>();
     }
-    Tensor Y(DType::Float32, y_shape_);
+    Tensor& Y = c.output(0, DType::Float32, y_shape_);
     k_->run(X.data<float>(), res, Y.data<float>(), *c.pool);
-    c.outputs[0] = std::move(Y);
   }
   std::string detail() const override { return k_->detail(); }
 

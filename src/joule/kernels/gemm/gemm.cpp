@@ -44,7 +44,7 @@ class BlasGemm : public Kernel {
     const Tensor& B = k.in(1);
     if (A.shape() != d_.a || B.shape() != d_.b || A.dtype() != DType::Float32 || B.dtype() != DType::Float32)
       fail(k.node.where() + ": inputs " + A.describe() + ", " + B.describe() + " differ from the plan");
-    Tensor Y(DType::Float32, {d_.M, d_.N});
+    Tensor& Y = k.output(0, DType::Float32, {d_.M, d_.N});
     float* y = Y.data<float>();
     float beta = 0.f;
     if (k.has(2) && d_.beta != 0.f) {
@@ -59,7 +59,6 @@ class BlasGemm : public Kernel {
     }
     parallel_sgemm(b_, *k.pool, d_.ta, d_.tb, d_.M, d_.N, d_.K, d_.alpha, A.data<float>(), A.dim(1), B.data<float>(),
                    B.dim(1), beta, y, d_.N);
-    k.outputs[0] = std::move(Y);
   }
 
  private:

@@ -50,7 +50,7 @@ class BlasMatMul : public Kernel {
     const Tensor& B = k.in(1);
     if (A.shape() != p_.a || B.shape() != p_.b || A.dtype() != DType::Float32 || B.dtype() != DType::Float32)
       fail(k.node.where() + ": inputs " + A.describe() + ", " + B.describe() + " differ from the plan");
-    Tensor Y(DType::Float32, p_.y);
+    Tensor& Y = k.output(0, DType::Float32, p_.y);
     const float *a = A.data<float>(), *b = B.data<float>();
     float* y = Y.data<float>();
     const int64_t M = p_.M, N = p_.N, K = p_.K, nb = static_cast<int64_t>(p_.a_off.size());
@@ -68,7 +68,6 @@ class BlasMatMul : public Kernel {
                 b + p_.b_off[static_cast<size_t>(t)], N, 0.f, y + t * M * N, N);
       });
     }
-    k.outputs[0] = std::move(Y);
   }
 
  private:
