@@ -222,16 +222,35 @@ TEST(Profiler, NamedSensorMissingIsBadInput) {
   }
 }
 
+TEST(Sweep, AlgorithmPointsAreLabelledAndRunTheirAlgorithms) {
+  SweepSpec s;
+  s.algos = {"conv=onednn", "reference"};
+  ProfileOptions o = quick();
+  o.algo = {};  // quick() forces reference; the points choose here
+  SweepOutcome out = run_sweep(cnn(16), s, o, "", false);
+  ASSERT_EQ(out.measured.size(), 2u);
+  EXPECT_EQ(out.measured[0].algorithm, "conv=onednn");
+  EXPECT_EQ(out.measured[1].algorithm, "reference");
+  for (auto& L : out.measured[0].layers) {
+    if (L.op == "Conv") {
+      EXPECT_EQ(L.algorithm, "onednn");
+    }
+  }
+  for (auto& L : out.measured[1].layers) EXPECT_EQ(L.algorithm, "reference");
+}
+
 TEST(Sweep, CartesianProductAndShapes) {
   SweepSpec s;
   s.batches = {1, 2};
   s.input_sizes = {16, 24};
   s.threads = {1, 2};
   EXPECT_EQ(sweep_points(s, 1).size(), 8u);
+  s.algos = {"conv=onednn", "reference"};
+  EXPECT_EQ(sweep_points(s, 1).size(), 16u);
   ir::Graph g = cnn();
-  auto m = input_shapes_for(g, {2, 24, 1});
+  auto m = input_shapes_for(g, {2, 24, 1, ""});
   EXPECT_EQ(m.at("x"), (Shape{2, 4, 24, 24}));
-  EXPECT_TRUE(input_shapes_for(g, {-1, -1, 1}).empty());
+  EXPECT_TRUE(input_shapes_for(g, {-1, -1, 1, ""}).empty());
   ProfileOptions o = quick();
   SweepSpec st;
   apply_stage("quick", st, o, false, false);
@@ -278,7 +297,7 @@ TEST(Sweep, WritesFilesAndResumes) {
   o.runs = 2;
   // A sweep interrupted after its first point: that point's row is already in the CSV.
   ProfileOptions first = o;
-  first.input_shapes = input_shapes_for(cnn(16), {1, -1, 1});
+  first.input_shapes = input_shapes_for(cnn(16), {1, -1, 1, ""});
   PointKey k = point_key(cnn(16), first);
   EXPECT_EQ(k.batch, 1);
   auto cols = overall_csv_columns();

@@ -21,6 +21,7 @@ struct ProfileArgs {
   bool quiet = false, no_layer_energy = false;
   std::string passes = "default";
   AlgoFlags algo;
+  std::vector<std::string> algo_sweep;
 };
 }  // namespace
 
@@ -59,6 +60,9 @@ Action add_profile(CLI::App& app) {
   app.add_flag("-q,--quiet", a->quiet, "no progress on stderr");
   app.add_option("--passes", a->passes, "graph passes before profiling (at each sweep point's shapes): none, default or a list");
   add_algo_options(app, a->algo);
+  app.add_option("--algo-sweep", a->algo_sweep,
+                 "profile one point per --algo value, e.g. \"conv=winograd;conv=onednn;auto\" (';'-separated)")
+      ->delimiter(';');
   return [a, warm, runs] {
     const std::string path = resolve_model_path(a->model);
     ir::Graph g = load_model_or_default(path);
@@ -79,6 +83,11 @@ Action add_profile(CLI::App& app) {
     profile::SweepSpec spec;
     spec.batches = a->batches;
     spec.input_sizes = a->sizes;
+    for (const std::string& v : a->algo_sweep) {
+      kernels::AlgoSpec check;
+      check.add(v);  // one-line error for a malformed value before anything runs
+      spec.algos.push_back(v);
+    }
     if (a->threads.size() == 1) opt.threads = a->threads[0];
     else spec.threads = a->threads;
     profile::apply_stage(a->stage, spec, opt, runs->count() > 0, warm->count() > 0 || a->warmup_time > 0);

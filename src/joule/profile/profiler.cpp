@@ -161,7 +161,7 @@ ProfileResult profile_model(const ir::Graph& graph, const ProfileOptions& opt, c
     c->meta["software"]["algorithm"] = algorithm_of(n);
     meta[s] = c;
   }
-  r.algorithm = algorithm_of(session);
+  r.algorithm = opt.algo_label.empty() ? algorithm_of(session) : opt.algo_label;
 
   // Warm-up.
   auto w0 = Clock::now();
@@ -345,7 +345,8 @@ PointKey point_key(const ir::Graph& graph, const ProfileOptions& opt) {
   runtime::Session session(graph, so);
   ProfileResult r;
   describe_input(session, r);
-  return {opt.model_name, algorithm_of(session), r.input_size, r.batch, session.threads()};
+  return {opt.model_name, opt.algo_label.empty() ? algorithm_of(session) : opt.algo_label, r.input_size, r.batch,
+          session.threads()};
 }
 
 std::vector<std::string> PointKey::fields() const {

@@ -38,6 +38,8 @@ struct ProfileOptions {
   // never pins a batch size or input size the sweep then changes). Empty: none.
   std::vector<std::string> passes;
   kernels::AlgoSpec algo;          // algorithm per node (default: guess)
+  std::string algo_label;          // the --algo value a sweep point used; names the point's
+                                   // algorithm column instead of the per-node summary
   uint32_t seed = 0;
 };
 

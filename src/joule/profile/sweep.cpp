@@ -46,15 +46,17 @@ std::vector<SweepPoint> sweep_points(const SweepSpec& spec, int default_threads)
   std::vector<int64_t> b = spec.batches.empty() ? std::vector<int64_t>{-1} : spec.batches;
   std::vector<int64_t> s = spec.input_sizes.empty() ? std::vector<int64_t>{-1} : spec.input_sizes;
   std::vector<int> t = spec.threads.empty() ? std::vector<int>{default_threads} : spec.threads;
+  std::vector<std::string> a = spec.algos.empty() ? std::vector<std::string>{""} : spec.algos;
   std::vector<SweepPoint> pts;
-  for (int th : t)
-    for (int64_t sz : s)
-      for (int64_t bt : b) {
-        JOULE_CHECK(bt == -1 || bt > 0, "--batch values must be positive");
-        JOULE_CHECK(sz == -1 || sz > 0, "--input-size values must be positive");
-        JOULE_CHECK(th >= 0, "--threads values must be >= 0");
-        pts.push_back({bt, sz, th});
-      }
+  for (const std::string& al : a)
+    for (int th : t)
+      for (int64_t sz : s)
+        for (int64_t bt : b) {
+          JOULE_CHECK(bt == -1 || bt > 0, "--batch values must be positive");
+          JOULE_CHECK(sz == -1 || sz > 0, "--input-size values must be positive");
+          JOULE_CHECK(th >= 0, "--threads values must be >= 0");
+          pts.push_back({bt, sz, th, al});
+        }
   return pts;
 }
 
@@ -86,6 +88,7 @@ std::string describe(const SweepPoint& p) {
   std::string s;
   if (p.batch > 0) s += "batch " + std::to_string(p.batch);
   if (p.input_size > 0) s += std::string(s.empty() ? "" : ", ") + "input size " + std::to_string(p.input_size);
+  if (!p.algo.empty()) s += std::string(s.empty() ? "" : ", ") + "--algo " + p.algo;
   return s.empty() ? "the model's own shapes" : s;
 }
 
@@ -134,6 +137,10 @@ SweepOutcome run_sweep(const ir::Graph& g, const SweepSpec& spec, const ProfileO
     ProfileOptions opt = base;
     opt.threads = p.threads;
     opt.input_shapes = input_shapes_for(g, p);
+    if (!p.algo.empty()) {
+      opt.algo.add(p.algo);
+      opt.algo_label = p.algo;
+    }
     if (!opt.input_shapes.empty() && inputs)
       fail("-i inputs cannot be combined with --batch/--input-size (their shapes are fixed)");
     PointKey key;

@@ -16,12 +16,14 @@ struct SweepSpec {
   std::vector<int64_t> batches;      // empty: the model's own batch
   std::vector<int64_t> input_sizes;  // empty: the model's own size (NCHW inputs: H = W = size)
   std::vector<int> threads;          // empty: ProfileOptions::threads
+  std::vector<std::string> algos;    // --algo values, one point each ("conv=winograd", "auto"); empty: base
 };
 
 struct SweepPoint {
   int64_t batch = -1;       // -1: model's own
   int64_t input_size = -1;  // -1: model's own
   int threads = 0;
+  std::string algo;         // "": the base options' algorithms
 };
 
 // --stage presets: sanity = 1 point (3 runs), quick = 10 points (batch 1..16 x threads
