@@ -1,6 +1,7 @@
 // MaxPool: 1-D/2-D/3-D, strides, pads, auto_pad, ceil_mode, dilations; optional Indices
 // output (flat index into X, row-major or, with storage_order=1, column-major spatially).
 // Padded cells never win the max.
+#include <algorithm>
 #include <limits>
 
 #include "joule/ops/pool_util.h"
@@ -75,20 +76,24 @@ void max_pool_2d_f32(const Tensor& X, Tensor& Y, const SpatialPlan& p, ThreadPoo
       float* yp = y + t * oh * ow;
       for (int64_t i = 0; i < oh; ++i) {
         const int64_t h0 = i * p.s[1] - p.pb[1];
+        // kernel rows a with 0 <= h0 + a*d < ih
+        const int64_t a0 = h0 >= 0 ? 0 : (-h0 + p.d[1] - 1) / p.d[1];
+        const int64_t a1 = std::min<int64_t>(p.k[1], h0 >= ih ? 0 : (ih - 1 - h0) / p.d[1] + 1);
         for (int64_t j = 0; j < ow; ++j) {
           const int64_t w0 = j * p.s[2] - p.pb[2];
+          const int64_t b0 = w0 >= 0 ? 0 : (-w0 + p.d[2] - 1) / p.d[2];
+          const int64_t b1 = std::min<int64_t>(p.k[2], w0 >= iw ? 0 : (iw - 1 - w0) / p.d[2] + 1);
           float best = -std::numeric_limits<float>::infinity();
-          bool any = false;
-          for (int64_t a = 0; a < p.k[1]; ++a) {
-            const int64_t hh = h0 + a * p.d[1];
-            if (hh < 0 || hh >= ih) continue;
-            const float* row = xp + hh * iw;
-            for (int64_t b = 0; b < p.k[2]; ++b) {
-              const int64_t ww = w0 + b * p.d[2];
-              if (ww < 0 || ww >= iw) continue;
-              const float v = row[ww];
-              if (v > best || !any) best = v;
-              any = true;
+          if (a0 < a1 && b0 < b1) {
+            // The first valid cell starts the max (so a NaN there wins, as in the general
+            // path); the rest is a branch-free max.
+            best = xp[(h0 + a0 * p.d[1]) * iw + w0 + b0 * p.d[2]];
+            for (int64_t a = a0; a < a1; ++a) {
+              const float* row = xp + (h0 + a * p.d[1]) * iw + w0;
+              for (int64_t b = b0; b < b1; ++b) {
+                const float v = row[b * p.d[2]];
+                best = v > best ? v : best;
+              }
             }
           }
           yp[i * ow + j] = best;
