@@ -28,8 +28,10 @@ int64_t exact_pad_end(int64_t in, int64_t out, int64_t k, int64_t stride, int64_
 
 class OnednnConv : public ConvKernel {
  public:
-  OnednnConv(const ConvShape& s, const float* weight, const float* bias, const Epilogue& ep)
+  OnednnConv(const ConvShape& s, const float* weight, const float* bias, const Epilogue& ep, int threads)
       : s_(s), ep_(ep), stream_(cpu_engine()) {
+    // oneDNN sizes a primitive's work split (and so its OpenMP team) when it is created.
+    onednn_set_threads(threads);
     const auto& eng = cpu_engine();
     const memory::dims src_dims = {s.n, s.c, s.h, s.w}, dst_dims = {s.n, s.m, s.oh, s.ow};
     const bool grouped = s.group > 1;
@@ -139,9 +141,9 @@ std::string onednn_conv_supports(const ConvShape& s, const Epilogue& ep) {
 }
 
 std::unique_ptr<ConvKernel> make_onednn_conv(const ConvShape& s, const float* weight, const float* bias,
-                                             const Epilogue& ep, int /*threads*/) {
+                                             const Epilogue& ep, int threads) {
   try {
-    return std::make_unique<OnednnConv>(s, weight, bias, ep);
+    return std::make_unique<OnednnConv>(s, weight, bias, ep, threads);
   } catch (const dnnl::error& e) {
     fail_unsupported("oneDNN refused the convolution " + s.str() + ": " + e.what());
   }

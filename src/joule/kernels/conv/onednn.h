@@ -15,7 +15,8 @@ std::unique_ptr<ConvKernel> make_onednn_conv(const ConvShape& s, const float* we
                                              const Epilogue& ep, int threads);
 
 // Makes oneDNN (OpenMP) use `threads` threads on the calling thread: the engine's pool and
-// oneDNN's team never run at the same time, so there is no oversubscription.
+// oneDNN's team never run at the same time, so there is no oversubscription. Must also be
+// called before a primitive is created: oneDNN fixes its team size then.
 void onednn_set_threads(int threads);
 
 }  // namespace joule::kernels
