@@ -1,20 +1,17 @@
 #pragma once
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
-#include <thread>
-#include <vector>
 
 namespace joule {
 
-// A fixed set of worker threads for intra-op parallelism. parallel_for splits [0, n) into at
-// most threads() contiguous chunks; the calling thread runs one chunk itself. Nested calls
-// from inside a chunk run serially.
+// Intra-op parallelism on OpenMP threads, the same team oneDNN uses, so joule's kernels and
+// the vendor library never compete for cores (and a thread that just left a oneDNN region is
+// the one that picks up joule's next chunk). parallel_for splits [0, n) into at most threads()
+// contiguous chunks, one per team thread (the calling thread runs the first). Nested calls
+// from inside a chunk run serially. An exception thrown by a chunk is rethrown to the caller.
 class ThreadPool {
  public:
   explicit ThreadPool(int threads);
-  ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
@@ -24,17 +21,7 @@ class ThreadPool {
   static int default_threads();  // cores available to this process
 
  private:
-  void worker(int index);
   int threads_;
-  std::vector<std::thread> workers_;
-  std::mutex mu_;
-  std::condition_variable cv_work_, cv_done_;
-  const std::function<void(int64_t, int64_t)>* job_ = nullptr;
-  int64_t job_n_ = 0;
-  int job_chunks_ = 0;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
-  bool stop_ = false;
 };
 
 }  // namespace joule
