@@ -4,6 +4,8 @@
 namespace joule::kernels {
 
 extern const Algorithm kConvDirect;
+extern const Algorithm kConvIm2colGemm;
+extern const Algorithm kConvImplicitGemm;
 extern const Algorithm kConvFft;
 extern const Algorithm kConvWinograd;
 extern const Algorithm kConvWinogradF2;
@@ -14,7 +16,7 @@ extern const Algorithm kGemmOnednn;
 extern const Algorithm kMatMulOnednn;
 
 const std::vector<const Algorithm*>& all_algorithms() {
-  static const std::vector<const Algorithm*> all = {&kConvDirect, &kConvFft, &kConvWinograd, &kConvWinogradF2, &kConvOnednn, &kGemmOnednn, &kGemmBlas, &kMatMulOnednn, &kMatMulBlas};
+  static const std::vector<const Algorithm*> all = {&kConvDirect, &kConvIm2colGemm, &kConvImplicitGemm, &kConvFft, &kConvWinograd, &kConvWinogradF2, &kConvOnednn, &kGemmOnednn, &kGemmBlas, &kMatMulOnednn, &kMatMulBlas};
   return all;
 }
 

@@ -8,6 +8,8 @@
 
 #include "joule/kernels/conv/direct.h"
 #include "joule/kernels/conv/fft.h"
+#include "joule/kernels/conv/im2col_gemm.h"
+#include "joule/kernels/conv/implicit_gemm.h"
 #include "joule/kernels/conv/onednn.h"
 #include "joule/kernels/conv/winograd.h"
 
@@ -33,7 +35,10 @@ double onednn_estimate(const NodeView& v) {
   common(v, &p);
   // Activation reorders to and from blocked layouts cost about a pass over both tensors.
   const double bytes = 4.0 * (p.shape.n * p.shape.c * p.shape.h * p.shape.w + p.shape.n * p.shape.m * p.shape.oh * p.shape.ow);
-  const double gf = p.shape.depthwise() ? 20 : 150;
+  // brgconv reaches 110-130 GFLOP/s on 3x3 layers at 1 thread but only ~50 on 1x1 (the
+  // reorders dominate) and ~15 on depthwise.
+  const ConvShape& s = p.shape;
+  const double gf = s.depthwise() ? 15 : s.kh * s.kw == 1 ? 55 : 120;
   return time_ms(v, gf, 0.005) + 2 * bytes / 10e9 * 1e3;
 }
 std::unique_ptr<Kernel> onednn_prepare(const NodeView& v) {
@@ -116,8 +121,56 @@ std::unique_ptr<Kernel> fft_prepare(const NodeView& v) {
   });
 }
 
+// ---- im2col_gemm
+std::string im2col_supports_node(const NodeView& v) {
+  ConvProblem p;
+  if (std::string r = common(v, &p); !r.empty()) return r;
+  return im2col_gemm_supports(p.shape);
+}
+double im2col_estimate(const NodeView& v) {
+  ConvProblem p;
+  common(v, &p);
+  // OpenBLAS's AVX2 SGEMM (~45 GFLOP/s here) plus writing and reading the im2col matrix.
+  const ConvShape& s = p.shape;
+  const double cols = 4.0 * s.n * s.c * s.kh * s.kw * s.oh * s.ow;
+  return time_ms(v, s.depthwise() ? 5 : 45, 0.005) + 2 * cols / 10e9 * 1e3;
+}
+std::unique_ptr<Kernel> im2col_prepare(const NodeView& v) {
+  return prepare_conv(v, [](const ConvProblem& p, int threads) {
+    return make_im2col_gemm_conv(p.shape, p.weight, p.bias, p.epilogue, threads);
+  });
+}
+
+// ---- implicit_gemm
+std::string implicit_supports_node(const NodeView& v) {
+  ConvProblem p;
+  if (std::string r = common(v, &p); !r.empty()) return r;
+  if (std::string r = need_avx512(); !r.empty()) return r;
+  return implicit_gemm_supports(p.shape);
+}
+double implicit_estimate(const NodeView& v) {
+  ConvProblem p;
+  common(v, &p);
+  // 16-pixel vectors along the flattened output plane: small planes waste lanes.
+  const double px = static_cast<double>(p.shape.oh * p.shape.ow);
+  const double lanes = px / (std::ceil(px / 16.0) * 16.0) * (px < 400 ? 0.85 : 1.0);
+  return time_ms(v, 105 * lanes, 0.005);
+}
+std::unique_ptr<Kernel> implicit_prepare(const NodeView& v) {
+  return prepare_conv(v, [](const ConvProblem& p, int threads) {
+    return make_implicit_gemm_conv(p.shape, p.weight, p.bias, p.epilogue, threads);
+  });
+}
+
 }  // namespace
 
+extern const Algorithm kConvIm2colGemm;
+const Algorithm kConvIm2colGemm{"conv", "im2col_gemm", "explicit im2col + OpenBLAS SGEMM on the pool (1x1: plain GEMM)",
+                                im2col_supports_node, im2col_estimate, im2col_prepare};
+extern const Algorithm kConvImplicitGemm;
+const Algorithm kConvImplicitGemm{"conv", "implicit_gemm",
+                                  "GEMM without im2col: packed weight panels, AVX-512 micro-kernel on NCHW",
+                                  implicit_supports_node, implicit_estimate, implicit_prepare};
 extern const Algorithm kConvDirect;
 const Algorithm kConvDirect{"conv", "direct", "direct loops, AVX-512 register tiles (depthwise 3x3/5x5 fast path)",
                             direct_supports_node, direct_estimate, direct_prepare};

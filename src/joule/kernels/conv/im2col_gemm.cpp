@@ -7,6 +7,7 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -22,8 +23,8 @@ class Im2colGemmConv final : public ConvKernel {
     p_ = s.oh * s.ow;
     w_.assign(weight, weight + s.m * k_);
     if (bias) bias_.assign(bias, bias + s.m);
-    direct_ = s.kh == 1 && s.kw == 1 && s.stride_h == 1 && s.stride_w == 1 && s.pad_top == 0 &&
-              s.pad_left == 0 && s.pad_bottom == 0 && s.pad_right == 0;
+    direct_ = s.kh == 1 && s.kw == 1 && s.stride_h == 1 && s.stride_w == 1 && s.pad_top == 0 && s.pad_left == 0 &&
+              s.pad_bottom == 0 && s.pad_right == 0;
     // Pixel slice: the col matrix of one slice stays around 1 MiB (cache friendly), but at
     // least 64 pixels wide, and there are enough slices to keep every thread busy.
     int64_t cols = std::max<int64_t>(64, (int64_t{1} << 18) / k_);
@@ -82,8 +83,8 @@ class Im2colGemmConv final : public ConvKernel {
     const int64_t m0 = g * mg;
     float* yg = y + (n * s_.m + m0) * p_ + p0;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(mg), static_cast<int>(cw),
-                static_cast<int>(k_), 1.f, w_.data() + m0 * k_, static_cast<int>(k_), b, static_cast<int>(ldb),
-                0.f, yg, static_cast<int>(p_));
+                static_cast<int>(k_), 1.f, w_.data() + m0 * k_, static_cast<int>(k_), b, static_cast<int>(ldb), 0.f, yg,
+                static_cast<int>(p_));
     if (bias_.empty() && !ep_.residual && ep_.act == Activation::kNone) return;
     const float* rg = ep_.residual ? residual + (n * s_.m + m0) * p_ + p0 : nullptr;
     for (int64_t i = 0; i < mg; ++i) {

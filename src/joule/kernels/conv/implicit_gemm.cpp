@@ -1,30 +1,33 @@
 // Implicit-GEMM convolution with an AVX-512 microkernel.
 //
-// Method: every conv is a sum over taps (c, kh, kw) of shifted 1-D products on a flat pixel
-// axis. Output pixel (oy, ox) gets flat index q = oy*WQ + ox, and its input for tap k sits at
-// xq[q + off[k]] in a plane of row pitch WQ:
-//  - stride 1 and no padding: xq is x itself, WQ = W (ox in [OW, W) are junk columns);
+// Method: every conv is a sum over taps k = (c, kh, kw) of shifted 1-D products on a flat
+// pixel axis. Output pixel (oy, ox) gets the flat index q = oy*WQ + ox, and its input for tap
+// k sits at xq[q + off[k]] in planes of row pitch WQ:
+//  - stride 1 and no padding: xq is x itself, WQ = W (columns ox in [OW, W) are junk);
 //  - otherwise each image is first copied to a zero-padded buffer split into stride phases
-//    (phase (a, b) holds padded rows a, a+sh, ... and columns b, b+sw, ...), so a tap's pixels
-//    are again contiguous: off = c*plane + phase(kh*dh % sh, kw*dw % sw) + (kh*dh/sh)*WQ +
-//    kw*dw/sw, WQ = OW + (KW-1)*dw/sw.
-// The GEMM is Y[M/g x Q] = W[M/g x K] * X[K x Q] over the flat range Q = (OH-1)*WQ + OW.
-// Weights are packed into panels [K][MR] of MR output channels (zero padded). A tile is MR
-// output channels x NV vectors of 16 consecutive flat pixels: per tap it loads NV input
-// vectors, broadcasts MR weights and does MR*NV FMAs into zmm accumulators (24 of the 32
-// registers), over the whole reduction. The tile is then stored to NCHW with the epilogue
-// (bias, residual, activation) fused: full vectors are stored as is, vectors that contain
-// junk columns are compressed to their valid lanes, which are contiguous in y.
-// Work items (group, pixel strip, channel panel) are split over the threads, panels innermost
-// so a strip's input stays in L1/L2 while all weight panels stream past it.
+//    (phase (a, b) holds padded rows a, a+sh, ... and columns b, b+sw, ...), so that a tap's
+//    pixels are again contiguous: off = c*plane + phase(kh*dh % sh, kw*dw % sw) +
+//    (kh*dh/sh)*WQ + kw*dw/sw, with WQ = OW + (KW-1)*dw/sw.
+// Per group this is the GEMM Y[M/g x Q] = W[M/g x K] * X[K x Q] over Q = (OH-1)*WQ + OW
+// flat pixels, X never materialised. Weights are packed into panels [K][MR] of MR output
+// channels (zero padded). A tile is MR output channels x NV vectors of 16 consecutive flat
+// pixels (MR*NV = 24 zmm accumulators): per tap the microkernel loads NV input vectors,
+// broadcasts MR weights and does MR*NV FMAs. The tile is stored to NCHW with the epilogue
+// (bias, residual, activation) fused; vectors that contain junk columns are compressed to
+// their valid lanes, which are contiguous in y.
+// Blocking: work items (group, pixel strip, channel panel) are split over the threads,
+// panels innermost; the reduction is cut into blocks of input channels so that a strip's
+// input block stays in L1 and the weights of all panels for a block in L2. While a tile is
+// computed, the microkernel prefetches the output lines it will store to and the input lines
+// that the next strip adds.
 #include "joule/kernels/conv/implicit_gemm.h"
 
 #include <immintrin.h>
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstdlib>
-#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -40,7 +43,7 @@ template <int MR, int NV, bool kTail>
   __m512 xv[NV];
 #pragma GCC unroll 8
   for (int v = 0; v < NV; ++v) {
-    xv[v] = (kTail && v == NV - 1) ? _mm512_maskz_loadu_ps(mask, p + v * kLanes) : _mm512_loadu_ps(p + v * kLanes);
+    xv[v] = kTail && v == NV - 1 ? _mm512_maskz_loadu_ps(mask, p + v * kLanes) : _mm512_loadu_ps(p + v * kLanes);
   }
 #pragma GCC unroll 32
   for (int i = 0; i < MR; ++i) {
@@ -53,8 +56,7 @@ template <int MR, int NV, bool kTail>
 // The microkernel: acc[MR x NV] += sum over k in [0, kc) of w[k][i] * xq[off[k] + 16v + lane],
 // with acc loaded from `io` (row i at io + i*NV*16) when `accumulate`, else from zero, and
 // stored back to io. The last vector is loaded under `mask` when kTail (it may reach past the
-// end of the input). The first npf steps also prefetch the cache lines pf[0..npf) (the
-// output lines the tile will be stored to).
+// end of the input). The first npf steps also prefetch one cache line each, pf[0..npf).
 template <int MR, int NV, bool kTail>
 void microkernel(const float* xq, const int64_t* off, const float* w, int64_t kc, __mmask16 mask, float* io,
                  bool accumulate, const float* const* pf, int64_t npf) {
@@ -62,7 +64,9 @@ void microkernel(const float* xq, const int64_t* off, const float* w, int64_t kc
 #pragma GCC unroll 32
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) acc[i][v] = accumulate ? _mm512_load_ps(io + (i * NV + v) * kLanes) : _mm512_setzero_ps();
+    for (int v = 0; v < NV; ++v) {
+      acc[i][v] = accumulate ? _mm512_load_ps(io + (i * NV + v) * kLanes) : _mm512_setzero_ps();
+    }
   int64_t k = 0;
   for (const int64_t kp = std::min(kc, npf); k < kp; ++k, w += MR) {
     fma_step<MR, NV, kTail>(acc, xq + off[k], w, mask);
@@ -77,7 +81,7 @@ void microkernel(const float* xq, const int64_t* off, const float* w, int64_t kc
 }
 
 using MicroFn = void (*)(const float*, const int64_t*, const float*, int64_t, __mmask16, float*, bool,
-                        const float* const*, int64_t);
+                         const float* const*, int64_t);
 
 // One register blocking: full strips of NV vectors, and tails of 1..NV vectors (masked).
 struct Blocking {
@@ -99,8 +103,8 @@ constexpr Blocking kBlockings[] = {make_blocking<8, 3>(), make_blocking<6, 4>(),
                                    make_blocking<12, 2>(), make_blocking<24, 1>()};
 constexpr int64_t kMaxPrefetch = 256;  // cache lines prefetched per tile
 
-// Fraction of FMA slots doing useful work, roughly, for MR x NV tiles over `mg` channels and
-// `nvec` pixel vectors (padded channels and a partial last strip are wasted).
+// FMA slots spent by MR x NV tiles on `mg` channels x `nvec` pixel vectors (the useful ones
+// plus those wasted on zero-padded channels and on a partial last strip).
 double blocking_cost(const Blocking& b, int64_t mg, int64_t nvec) {
   const int64_t panels = (mg + b.mr - 1) / b.mr;
   const int64_t strips = (nvec + b.nv - 1) / b.nv;
@@ -124,94 +128,12 @@ class ImplicitGemmConv final : public ConvKernel {
  public:
   ImplicitGemmConv(const ConvShape& s, const float* weight, const float* bias, const Epilogue& ep, int threads)
       : s_(s), ep_(ep), threads_(std::max(1, threads)) {
-    const int64_t cg = s.cg(), mg = s.mg(), taps = s.kh * s.kw;
-    k_ = cg * taps;
-    direct_ = s.stride_h == 1 && s.stride_w == 1 && s.pad_top == 0 && s.pad_left == 0 && s.pad_bottom == 0 &&
-              s.pad_right == 0;
-    // Stride phases that some tap reads (phase_row_[a] / phase_col_[b]: slot index or -1).
-    phase_row_.assign(static_cast<size_t>(s.stride_h), -1);
-    phase_col_.assign(static_cast<size_t>(s.stride_w), -1);
-    int64_t rows_used = 0, cols_used = 0;
-    for (int64_t kh = 0; kh < s.kh; ++kh) {
-      if (int64_t& slot = phase_row_[kh * s.dil_h % s.stride_h]; slot < 0) slot = rows_used++;
-    }
-    for (int64_t kw = 0; kw < s.kw; ++kw) {
-      if (int64_t& slot = phase_col_[kw * s.dil_w % s.stride_w]; slot < 0) slot = cols_used++;
-    }
-    if (direct_) {
-      hq_ = s.h;
-      wq_ = s.w;
-      plane_ = s.h * s.w;
-    } else {
-      hq_ = s.oh + (s.kh - 1) * s.dil_h / s.stride_h;
-      wq_ = s.ow + (s.kw - 1) * s.dil_w / s.stride_w;
-      plane_ = rows_used * cols_used * hq_ * wq_;
-      buf_.assign(static_cast<size_t>(s.c * plane_ + kLanes), 0.f);
-    }
-    off_.resize(static_cast<size_t>(k_));
-    for (int64_t c = 0; c < cg; ++c) {
-      for (int64_t kh = 0; kh < s.kh; ++kh) {
-        for (int64_t kw = 0; kw < s.kw; ++kw) {
-          const int64_t dy = kh * s.dil_h, dx = kw * s.dil_w;
-          const int64_t slot = phase_row_[dy % s.stride_h] * cols_used + phase_col_[dx % s.stride_w];
-          off_[c * taps + kh * s.kw + kw] = c * plane_ + slot * hq_ * wq_ + dy / s.stride_h * wq_ + dx / s.stride_w;
-        }
-      }
-    }
-    // Flat output range, its 16-lane vectors, and where each vector's valid lanes go in y.
-    q_ = (s.oh - 1) * wq_ + s.ow;
-    nvec_ = (q_ + kLanes - 1) / kLanes;
-    vmask_.resize(static_cast<size_t>(nvec_));
-    vdst_.resize(static_cast<size_t>(nvec_));
-    for (int64_t v = 0; v < nvec_; ++v) {
-      uint32_t mask = 0;
-      for (int l = 0; l < kLanes; ++l) {
-        const int64_t q = v * kLanes + l;
-        if (q < q_ && q % wq_ < s.ow) mask |= 1u << l;
-      }
-      const int64_t q0 = v * kLanes;
-      vmask_[v] = static_cast<__mmask16>(mask);
-      vdst_[v] = q0 / wq_ * s.ow + std::min(q0 % wq_, s.ow);
-    }
-    // Register blocking that wastes the fewest FMA slots (ties: the first, 8 x 3).
-    blocking_ = &kBlockings[0];
-    for (const Blocking& b : kBlockings) {
-      if (blocking_cost(b, mg, nvec_) < blocking_cost(*blocking_, mg, nvec_) * 0.97) blocking_ = &b;
-    }
-    const int mr = blocking_->mr, nv = blocking_->nv;
-    panels_ = (mg + mr - 1) / mr;
-    strips_ = (nvec_ + nv - 1) / nv;
-    // Reduction blocks of whole input channels: a strip's input for one block (the union of
-    // its taps' vectors) fits in half of L1, and the weights of all panels for one block in
-    // half of L2, so that both are reused from cache across the panels.
-    std::vector<int64_t> starts(off_.begin(), off_.begin() + taps);
-    std::vector<std::pair<int64_t, int64_t>> runs;  // merged [o, o + nv*16) over channel 0's taps
-    std::sort(starts.begin(), starts.end());
-    int64_t lanes = 0;
-    for (int64_t o : starts) {
-      if (runs.empty() || o > runs.back().second) {
-        runs.push_back({o, o + nv * kLanes});
-      } else {
-        runs.back().second = std::max(runs.back().second, o + nv * kLanes);
-      }
-    }
-    for (const auto& [start, end] : runs) lanes += end - start;
-    // Per channel of a group: offsets (from a strip's first pixel) of one float in each cache
-    // line that the next strip reads and this one does not: the last nv*16 floats of each run.
-    next_begin_.push_back(0);
-    for (int64_t c = 0; c < cg; ++c) {
-      for (const auto& [start, end] : runs) {
-        const int64_t from = nv * kLanes + std::max(start, end - nv * kLanes), to = nv * kLanes + end;
-        for (int64_t o = from; o < to + kLanes - 1; o += kLanes) next_off_.push_back(c * plane_ + std::min(o, to - 1));
-      }
-      next_begin_.push_back(static_cast<int64_t>(next_off_.size()));
-    }
-    int64_t cb = std::max<int64_t>(1, (24 << 10) / (lanes * 4));
-    cb = std::min(cb, std::max<int64_t>(1, (1 << 20) / (panels_ * mr * taps * 4)));
-    cb = std::min(cb, cg);
-    const int64_t blocks = (cg + cb - 1) / cb;
-    kb_ = (cg + blocks - 1) / blocks * taps;
+    k_ = s.cg() * s.kh * s.kw;
+    plan_input();
+    plan_output();
+    plan_blocking();
     // Packed weights [group][panel][k][mr], zero padded past M/g.
+    const int64_t mg = s.mg(), mr = blocking_->mr;
     w_.assign(static_cast<size_t>(s.group * panels_ * k_ * mr), 0.f);
     for (int64_t g = 0; g < s.group; ++g) {
       for (int64_t j = 0; j < mg; ++j) {
@@ -222,7 +144,7 @@ class ImplicitGemmConv final : public ConvKernel {
     }
     bias_.assign(static_cast<size_t>(s.m), 0.f);
     if (bias) bias_.assign(bias, bias + s.m);
-    acc_size_ = panels_ * mr * nv * kLanes;
+    acc_size_ = panels_ * mr * blocking_->nv * kLanes;
     acc_ = static_cast<float*>(std::aligned_alloc(64, static_cast<size_t>(threads_ * acc_size_) * sizeof(float)));
   }
   ~ImplicitGemmConv() override { std::free(acc_); }
@@ -253,6 +175,106 @@ class ImplicitGemmConv final : public ConvKernel {
     float* y;               // this image's output
     int64_t threads;
   };
+
+  // The input planes xq (x itself or the padded, phase-split buf_) and the offset of each tap.
+  void plan_input() {
+    const ConvShape& s = s_;
+    direct_ = s.stride_h == 1 && s.stride_w == 1 && s.pad_top == 0 && s.pad_left == 0 && s.pad_bottom == 0 &&
+              s.pad_right == 0;
+    // Stride phases that some tap reads (phase_row_[a] / phase_col_[b]: slot index or -1).
+    phase_row_.assign(static_cast<size_t>(s.stride_h), -1);
+    phase_col_.assign(static_cast<size_t>(s.stride_w), -1);
+    int64_t rows_used = 0;
+    for (int64_t kh = 0; kh < s.kh; ++kh) {
+      if (int64_t& slot = phase_row_[kh * s.dil_h % s.stride_h]; slot < 0) slot = rows_used++;
+    }
+    for (int64_t kw = 0; kw < s.kw; ++kw) {
+      if (int64_t& slot = phase_col_[kw * s.dil_w % s.stride_w]; slot < 0) slot = cols_used_++;
+    }
+    if (direct_) {
+      hq_ = s.h;
+      wq_ = s.w;
+      plane_ = s.h * s.w;
+    } else {
+      hq_ = s.oh + (s.kh - 1) * s.dil_h / s.stride_h;
+      wq_ = s.ow + (s.kw - 1) * s.dil_w / s.stride_w;
+      plane_ = rows_used * cols_used_ * hq_ * wq_;
+      buf_.assign(static_cast<size_t>(s.c * plane_ + kLanes), 0.f);
+    }
+    off_.resize(static_cast<size_t>(k_));
+    for (int64_t c = 0; c < s.cg(); ++c) {
+      for (int64_t kh = 0; kh < s.kh; ++kh) {
+        for (int64_t kw = 0; kw < s.kw; ++kw) {
+          const int64_t dy = kh * s.dil_h, dx = kw * s.dil_w;
+          const int64_t slot = phase_row_[dy % s.stride_h] * cols_used_ + phase_col_[dx % s.stride_w];
+          off_[(c * s.kh + kh) * s.kw + kw] = c * plane_ + slot * hq_ * wq_ + dy / s.stride_h * wq_ + dx / s.stride_w;
+        }
+      }
+    }
+  }
+
+  // The flat output range, its 16-lane vectors, and where each vector's valid lanes go in y.
+  void plan_output() {
+    q_ = (s_.oh - 1) * wq_ + s_.ow;
+    nvec_ = (q_ + kLanes - 1) / kLanes;
+    vmask_.resize(static_cast<size_t>(nvec_));
+    vdst_.resize(static_cast<size_t>(nvec_));
+    for (int64_t v = 0; v < nvec_; ++v) {
+      uint32_t mask = 0;
+      for (int l = 0; l < kLanes; ++l) {
+        const int64_t q = v * kLanes + l;
+        if (q < q_ && q % wq_ < s_.ow) mask |= 1u << l;
+      }
+      const int64_t q0 = v * kLanes;
+      vmask_[v] = static_cast<__mmask16>(mask);
+      vdst_[v] = q0 / wq_ * s_.ow + std::min(q0 % wq_, s_.ow);
+    }
+  }
+
+  // Register blocking, reduction blocks and the next strip's input lines.
+  void plan_blocking() {
+    const int64_t cg = s_.cg(), mg = s_.mg(), taps = s_.kh * s_.kw;
+    // The register blocking that wastes the fewest FMA slots (ties: the first, 8 x 3).
+    blocking_ = &kBlockings[0];
+    for (const Blocking& b : kBlockings) {
+      if (blocking_cost(b, mg, nvec_) < blocking_cost(*blocking_, mg, nvec_) * 0.97) blocking_ = &b;
+    }
+    const int64_t mr = blocking_->mr, span = blocking_->nv * kLanes;
+    panels_ = (mg + mr - 1) / mr;
+    strips_ = (nvec_ + blocking_->nv - 1) / blocking_->nv;
+    // What a strip reads of one channel: the union of [off, off + span) over its taps.
+    std::vector<int64_t> starts(off_.begin(), off_.begin() + taps);
+    std::sort(starts.begin(), starts.end());
+    std::vector<std::pair<int64_t, int64_t>> runs;
+    for (int64_t o : starts) {
+      if (runs.empty() || o > runs.back().second) {
+        runs.push_back({o, o + span});
+      } else {
+        runs.back().second = std::max(runs.back().second, o + span);
+      }
+    }
+    int64_t floats = 0;
+    for (const auto& [start, end] : runs) floats += end - start;
+    // Reduction blocks of whole input channels: a strip's input for a block fits in half of
+    // L1 and the weights of all panels for a block in half of L2, so that both are reused
+    // from cache across the panels; blocks of equal size.
+    int64_t cb = std::max<int64_t>(1, (24 << 10) / (floats * 4));
+    cb = std::min({cb, std::max<int64_t>(1, (1 << 20) / (panels_ * mr * taps * 4)), cg});
+    const int64_t blocks = (cg + cb - 1) / cb;
+    kb_ = (cg + blocks - 1) / blocks * taps;
+    // Per channel: offsets (from a strip's first pixel) of one float in each cache line that
+    // the next strip reads and this one does not (the last `span` floats of each run, moved).
+    next_begin_.push_back(0);
+    for (int64_t c = 0; c < cg; ++c) {
+      for (const auto& [start, end] : runs) {
+        const int64_t from = span + std::max(start, end - span), to = span + end;
+        for (int64_t o = from; o < to + kLanes - 1; o += kLanes) {
+          next_off_.push_back(c * plane_ + std::min(o, to - 1));
+        }
+      }
+      next_begin_.push_back(static_cast<int64_t>(next_off_.size()));
+    }
+  }
 
   // Thread t's share of the work items (group, strip, panel), taken as runs of panels of one
   // (group, strip).
@@ -350,13 +372,13 @@ class ImplicitGemmConv final : public ConvKernel {
   // Copies channels [c0, c1) of one image into buf_: zero-padded and split into the stride
   // phases that are read.
   void pad_split(const float* xn, int64_t c0, int64_t c1) const {
-    const int64_t sh = s_.stride_h, sw = s_.stride_w, cols_used = *std::max_element(phase_col_.begin(), phase_col_.end()) + 1;
+    const int64_t sh = s_.stride_h, sw = s_.stride_w;
     for (int64_t c = c0; c < c1; ++c) {
       const float* xc = xn + c * s_.h * s_.w;
       for (int64_t a = 0; a < sh; ++a) {
         for (int64_t b = 0; b < sw; ++b) {
           if (phase_row_[a] < 0 || phase_col_[b] < 0) continue;
-          float* dst = buf_.data() + c * plane_ + (phase_row_[a] * cols_used + phase_col_[b]) * hq_ * wq_;
+          float* dst = buf_.data() + c * plane_ + (phase_row_[a] * cols_used_ + phase_col_[b]) * hq_ * wq_;
           // Columns j whose input column ix = j*sw + shift lies in [0, W).
           const int64_t shift = b - s_.pad_left;
           const int64_t lo = std::min(shift >= 0 ? 0 : (-shift + sw - 1) / sw, wq_);
@@ -393,7 +415,8 @@ class ImplicitGemmConv final : public ConvKernel {
         v = _mm512_maskz_loadu_ps(valid, src + j + shift);
       } else if (valid) {  // even elements of the 32 from src + 2j + shift
         const int64_t first = std::max(lo - j, int64_t{0}), end = std::min(hi - j, int64_t{kLanes});
-        const uint32_t window = static_cast<uint32_t>(((uint64_t{1} << (2 * end - 1)) - 1) & ~((uint64_t{1} << (2 * first)) - 1));
+        const auto bits = [](int64_t n) { return (uint64_t{1} << n) - 1; };
+        const uint32_t window = static_cast<uint32_t>(bits(2 * end - 1) & ~bits(2 * first));
         const float* p = src + 2 * j + shift;
         v = _mm512_maskz_permutex2var_ps(valid, _mm512_maskz_loadu_ps(static_cast<__mmask16>(window), p), even,
                                          _mm512_maskz_loadu_ps(static_cast<__mmask16>(window >> 16), p + kLanes));
@@ -406,27 +429,32 @@ class ImplicitGemmConv final : public ConvKernel {
   Epilogue ep_;
   int threads_;
   bool direct_ = false;
-  int64_t k_ = 0, kb_ = 0, hq_ = 0, wq_ = 0, plane_ = 0, q_ = 0, nvec_ = 0, panels_ = 0, strips_ = 0;
+  int64_t k_ = 0, kb_ = 0;                               // reduction length, block
+  int64_t hq_ = 0, wq_ = 0, plane_ = 0, cols_used_ = 0;  // input planes (see plan_input)
+  int64_t q_ = 0, nvec_ = 0, panels_ = 0, strips_ = 0;   // flat outputs, vectors, tiles
   const Blocking* blocking_ = nullptr;
   std::vector<int64_t> phase_row_, phase_col_;  // stride phase -> slot in a channel's plane, -1: unused
-  std::vector<int64_t> off_;      // per tap k: input offset from the group's first channel
-  std::vector<int64_t> next_off_;  // input lines the next strip adds (see the constructor)
-  std::vector<int64_t> next_begin_;  // per channel c: its entries in next_off_ start here
-  std::vector<__mmask16> vmask_;  // per pixel vector: lanes that are real output pixels
-  std::vector<int64_t> vdst_;     // per pixel vector: y offset of its first valid lane
+  std::vector<int64_t> off_;                    // per tap k: input offset from the group's first channel
+  std::vector<int64_t> next_off_;               // input lines the next strip adds (see the constructor)
+  std::vector<int64_t> next_begin_;             // per channel c: its entries in next_off_ start here
+  std::vector<__mmask16> vmask_;                // per pixel vector: lanes that are real output pixels
+  std::vector<int64_t> vdst_;                   // per pixel vector: y offset of its first valid lane
   std::vector<float> w_, bias_;
   mutable std::vector<float> buf_;  // padded, phase-split image (not used when direct_)
   int64_t acc_size_ = 0;
-  float* acc_ = nullptr;            // per thread: accumulator tiles of all panels of a strip
+  float* acc_ = nullptr;  // per thread: accumulator tiles of all panels of a strip
 };
 
 }  // namespace
 
 std::string implicit_gemm_supports(const ConvShape& s) {
-  if (!__builtin_cpu_supports("avx512f")) return "needs AVX-512";
+  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512vl") ||
+      !__builtin_cpu_supports("avx512bw") || !__builtin_cpu_supports("avx512dq")) {
+    return "needs AVX-512 (F, VL, BW, DQ)";
+  }
   if (s.group != 1 && s.cg() < 8) {
-    return "grouped conv with " + std::to_string(s.cg()) + " input channels per group (depthwise or thin groups: "
-           "too little reduction per output for a GEMM)";
+    return "depthwise or thin grouped conv (C/group = " + std::to_string(s.cg()) +
+           " < 8): too little reduction per output for a GEMM";
   }
   return "";
 }
