@@ -144,3 +144,28 @@ TEST(Cli, InfoInputShapeResolvesSymbolicDims) {
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.out.find("rank 2"), std::string::npos) << bad.out;
 }
+
+TEST(Cli, PlanAndAlgorithmChoices) {
+  // The bundled CNN: info --plan names an algorithm per node; forcing one is honoured; bad
+  // --algo values and refusals are one-line errors with exit code 2.
+  Result r = joule_cmd("info default --plan --threads 1 --algo conv=onednn");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("onednn"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("activation memory: arena"), std::string::npos) << r.out;
+  Result j = joule_cmd("info default --plan --threads 1 --format json --algo reference");
+  ASSERT_EQ(j.code, 0) << j.out;
+  const auto plan = nlohmann::json::parse(j.out)["plan"];
+  EXPECT_EQ(plan["algorithms"].size(), 1u);
+  EXPECT_EQ(plan["algorithms"].begin().key(), "reference");
+  auto expect_bad = [](const std::string& args, const std::string& needle) {
+    Result b = joule_cmd(args);
+    EXPECT_EQ(b.code, 2) << args << "\n" << b.out;
+    EXPECT_EQ(lines(b.out), 1) << args << "\n" << b.out;
+    EXPECT_NE(b.out.find(needle), std::string::npos) << args << "\n" << b.out;
+  };
+  expect_bad("run default --algo conv=nosuch", "unknown algorithm 'nosuch'");
+  expect_bad("bench default --algo fastest", "expected guess, auto, reference");
+  expect_bad("info default --plan --algo nosuchnode=onednn", "neither an op class");
+  expect_bad("run default --algo-file /no/such.yaml", "cannot read the algorithm file");
+  expect_bad("info default --plan --algo /features/features.1/MaxPool=onednn", "only the reference kernel");
+}

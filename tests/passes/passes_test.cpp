@@ -583,6 +583,28 @@ TEST(FuseLayerNormAndGelu, NearMissesAreLeftAlone) {
   EXPECT_EQ(count_op(h, "Sub"), 1u);  // still computes the extra output
 }
 
+TEST(FuseHardSwish, MulOfHardSigmoidBecomesHardSwish) {
+  for (int64_t opset : {13, 14}) {
+    GraphBuilder b;
+    b.g.opsets[""] = opset;
+    b.input("x", DType::Float32, {2, 3, 5})
+        .node("HardSigmoid", {"x"}, {"h"}, {{"alpha", 1.f / 6.f}, {"beta", 0.5f}})
+        .node("Mul", {"h", "x"}, {"y"})
+        .node("HardSigmoid", {"x"}, {"h2"}, {{"alpha", 0.2f}})  // not HardSwish's constants
+        .node("Mul", {"x", "h2"}, {"z"})
+        .output("y")
+        .output("z");
+    ir::Graph h = apply_and_compare(b.build(), {"fuse_hard_swish"}, 1e-6);
+    EXPECT_EQ(count_op(h, "HardSwish"), 1u);
+    EXPECT_EQ(count_op(h, "HardSigmoid"), 1u);
+    for (auto& n : h.nodes) {
+      if (n->op_type == "HardSwish") {
+        EXPECT_EQ(n->domain, opset >= 14 ? "" : "joule");
+      }
+    }
+  }
+}
+
 // ---------------------------------------------------------------- real models
 
 class PipelineOnPyTorchModel : public ::testing::TestWithParam<std::string> {};
@@ -614,6 +636,9 @@ TEST_P(PipelineOnPyTorchModel, StillMatchesPyTorch) {
     EXPECT_EQ(count_op(g, "Erf"), 0u);
     EXPECT_EQ(count_op(g, "LayerNormalization"), 9u);
     EXPECT_EQ(count_op(g, "Gelu"), 4u);
+  }
+  if (GetParam() == "mobilenet_v3_small") {
+    EXPECT_EQ(count_op(g, "HardSigmoid"), 9u);  // the squeeze-excitation gates stay
   }
   EXPECT_LE(g.nodes.size(), before);
   runtime::Session s(std::move(g));

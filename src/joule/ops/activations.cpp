@@ -185,4 +185,8 @@ JOULE_ACTIVATION(Shrink, nullptr)
 
 #undef JOULE_ACTIVATION
 
+// HardSwish in joule's domain: what fuse_hard_swish emits for models below opset 14.
+extern const OpDef kOpJouleHardSwish;
+const OpDef kOpJouleHardSwish{"HardSwish", "joule", 1, 1, infer_same_type, run_activation<HardSwish>, nullptr};
+
 }  // namespace joule::ops

@@ -37,6 +37,7 @@ const std::vector<PassDef>& all_passes() {
       {"fuse_conv", fuse_conv, "fuse a Conv's residual Add and Relu/LeakyRelu/Clip into a joule FusedConv"},
       {"fuse_layer_norm", fuse_layer_norm, "replace decomposed LayerNorm (ReduceMean/Sub/Pow/Sqrt/Div/Mul/Add) by LayerNormalization"},
       {"fuse_gelu", fuse_gelu, "replace the Erf-GELU subgraph by one Gelu node"},
+      {"fuse_hard_swish", fuse_hard_swish, "replace x * HardSigmoid(x, 1/6, 0.5) by one HardSwish node"},
       {"eliminate_dead_code", eliminate_dead_code, "remove nodes whose outputs are unused, and unused initializers"},
       {"infer_shapes", infer_shapes_pass, "analysis: infer every value's type and shape"},
       {"annotate_costs", annotate_costs_pass, "analysis: write shapes and MACs/FLOPs/bytes into node metadata"},
@@ -58,7 +59,7 @@ std::string pass_names() {
 
 std::vector<std::string> default_pipeline() {
   return {"eliminate_identity", "fold_constants", "fold_batch_norm", "fuse_conv", "fuse_layer_norm", "fuse_gelu",
-          "eliminate_dead_code"};
+          "fuse_hard_swish", "eliminate_dead_code"};
 }
 
 std::vector<std::string> parse_pipeline(const std::string& spec) {

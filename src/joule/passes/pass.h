@@ -66,6 +66,7 @@ PassResult fold_batch_norm(ir::Graph& g, const PassOptions& o);      // BN into 
 PassResult fuse_conv(ir::Graph& g, const PassOptions& o);            // Conv [+Add] [+act] -> FusedConv
 PassResult fuse_layer_norm(ir::Graph& g, const PassOptions& o);      // decomposed LayerNorm -> one node
 PassResult fuse_gelu(ir::Graph& g, const PassOptions& o);            // Erf-GELU subgraph -> Gelu
+PassResult fuse_hard_swish(ir::Graph& g, const PassOptions& o);      // x * HardSigmoid(x) -> HardSwish
 
 // Replaces every use of value `from` as a node input by `to` (graph outputs untouched).
 size_t replace_uses(ir::Graph& g, const std::string& from, const std::string& to);
