@@ -6,6 +6,7 @@
 #include <map>
 
 #include "graph_builder.h"
+#include "joule/core/cpu_features.h"
 #include "joule/kernels/algorithm.h"
 #include "kernel_test_util.h"
 
@@ -134,6 +135,10 @@ TEST(ConvAlgorithms, MatchReferenceOnRandomShapes) {
   }
   for (const kernels::Algorithm* a : algos) {
     SCOPED_TRACE(a->name);
+    // joule's own AVX-512 kernels refuse every node on a CPU without it (they say so).
+    const std::string name = a->name;
+    const bool needs_avx512 = name == "direct" || name == "implicit_gemm" || name.rfind("winograd", 0) == 0;
+    if (needs_avx512 && !cpu_features().avx512) continue;
     EXPECT_GE(ran[a->name], 15) << a->name << " supported too few of the random cases";
   }
 }

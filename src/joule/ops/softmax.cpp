@@ -25,10 +25,36 @@ void infer(InferContext& c) {
   infer_same_as_input(c);
 }
 
+// Softmax along contiguous rows (inner == 1, the usual last-axis case): the same arithmetic
+// in the same order as the general loop below, without its per-row index vectors.
+template <class T>
+void softmax_rows(const T* x, T* y, int64_t outer, int64_t n, ThreadPool* pool) {
+  auto body = [&](int64_t begin, int64_t end) {
+    for (int64_t o = begin; o < end; ++o) {
+      const T* xp = x + o * n;
+      T* yp = y + o * n;
+      T m = -std::numeric_limits<T>::infinity();
+      for (int64_t k = 0; k < n; ++k) m = xp[k] > m ? xp[k] : m;
+      T s = 0;
+      for (int64_t k = 0; k < n; ++k) {
+        yp[k] = std::exp(xp[k] - m);
+        s += yp[k];
+      }
+      const T inv = T(1) / s;
+      for (int64_t k = 0; k < n; ++k) yp[k] *= inv;
+    }
+  };
+  if (pool)
+    pool->parallel_for(outer, body);
+  else
+    body(0, outer);
+}
+
 // x viewed as [outer, n, inner]; the op runs along n.
 template <class T>
 void softmax_kernel(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, Kind kind,
                     ThreadPool* pool) {
+  if (kind == Kind::Softmax && inner == 1) return softmax_rows<T>(x, y, outer, n, pool);
   auto body = [&](int64_t begin, int64_t end) {
     std::vector<T> m(static_cast<size_t>(inner)), s(static_cast<size_t>(inner));
     std::vector<int64_t> arg(static_cast<size_t>(inner));
