@@ -19,6 +19,7 @@
 // The epilogue (bias, residual, activation; same results as Epilogue::apply) is applied in
 // registers before a masked store of each output vector.
 #include "joule/kernels/conv/direct.h"
+#include "joule/kernels/parallel.h"
 
 #include <immintrin.h>
 
@@ -49,21 +50,6 @@ void copy(float* d, const float* s, int64_t n) {
     const __mmask16 k = lanes(n - i);
     _mm512_mask_storeu_ps(d + i, k, _mm512_maskz_loadu_ps(k, s + i));
   }
-}
-
-// Calls f(slot, item) for every item in [0, items), split statically over at most
-// min(pool.threads(), limit) slots; a slot is one parallel_for chunk and owns scratch `slot`.
-// The std::function that parallel_for builds holds one pointer, so nothing is allocated.
-template <class F>
-void for_each_item(ThreadPool& pool, int limit, int64_t items, const F& f) {
-  struct Ctx {
-    const F* f;
-    int64_t items, slots;
-  } ctx{&f, items, std::min<int64_t>({pool.threads(), limit, items})};
-  pool.parallel_for(ctx.slots, [&ctx](int64_t begin, int64_t end) {
-    for (int64_t t = begin; t < end; ++t)
-      for (int64_t i = ctx.items * t / ctx.slots; i < ctx.items * (t + 1) / ctx.slots; ++i) (*ctx.f)(t, i);
-  });
 }
 
 // max / min with all lanes enabled: the zero-masked forms avoid GCC 12's spurious

@@ -16,6 +16,7 @@
 // Spectra are stored as [frequency block][plane][kBlock] floats, re and im apart. Only the
 // thread-safe new-array execute functions run in run(), on per-thread buffers from fftwf_malloc.
 #include "joule/kernels/conv/fft.h"
+#include "joule/kernels/parallel.h"
 
 #include <fftw3.h>
 
@@ -74,21 +75,6 @@ struct FftDims {
     return int64_t{2 * sizeof(float)} * nblocks * kBlock * (s.m * s.cg() + s.n * s.c + s.n * s.m);
   }
 };
-
-// Calls f(slot, item) for every item in [0, items), split statically over at most
-// min(pool.threads(), limit) slots; a slot is one parallel_for chunk and owns scratch `slot`.
-// The std::function that parallel_for builds holds one pointer, so nothing is allocated.
-template <class F>
-void for_each_item(ThreadPool& pool, int limit, int64_t items, const F& f) {
-  struct Ctx {
-    const F* f;
-    int64_t items, slots;
-  } ctx{&f, items, std::min<int64_t>({pool.threads(), limit, items})};
-  pool.parallel_for(ctx.slots, [&ctx](int64_t begin, int64_t end) {
-    for (int64_t t = begin; t < end; ++t)
-      for (int64_t i = ctx.items * t / ctx.slots; i < ctx.items * (t + 1) / ctx.slots; ++i) (*ctx.f)(t, i);
-  });
-}
 
 // Four floats (SSE2 on the x86-64 baseline); loads and stores go through memcpy.
 using v4 = float __attribute__((vector_size(16)));
