@@ -59,10 +59,7 @@ void bn_kernel(const Tensor& X, const std::vector<double>& a, const std::vector<
       for (int64_t i = 0; i < plane; ++i) yp[i] = xp[i] * sa + sb;
     }
   };
-  if (pool)
-    pool->parallel_for(N * C, body);
-  else
-    body(0, N * C);
+  parallel_or_serial(pool, N * C, body);
 }
 
 void run(KernelContext& c) {

@@ -114,10 +114,7 @@ void conv_transpose(const Tensor& X, const Tensor& W, const Tensor* B, Tensor& Y
       }
     }
   };
-  if (pool)
-    pool->parallel_for(N * M, body);
-  else
-    body(0, N * M);
+  parallel_or_serial(pool, N * M, body);
 }
 
 void run(KernelContext& c) {

@@ -36,10 +36,7 @@ void run(KernelContext& c) {
         for (int64_t i = b; i < e; ++i) y[i] = T(0.5) * x[i] * (T(1) + std::erf(x[i] * r));
       }
     };
-    if (c.pool)
-      c.pool->parallel_for(X.numel(), body);
-    else
-      body(0, X.numel());
+    parallel_or_serial(c.pool, X.numel(), body);
   });
   c.outputs[0] = Y;
 }

@@ -47,10 +47,7 @@ void global_pool(const Tensor& X, Tensor& Y, Kind kind, double pw, ThreadPool* p
       }
     }
   };
-  if (pool)
-    pool->parallel_for(planes, body);
-  else
-    body(0, planes);
+  parallel_or_serial(pool, planes, body);
 }
 
 template <Kind K>

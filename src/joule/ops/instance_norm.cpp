@@ -45,10 +45,7 @@ void instance_norm(const Tensor& X, const Tensor& S, const Tensor& B, Tensor& Y,
         yp[i] = static_cast<T>(static_cast<double>(xp[i]) * a + b);
     }
   };
-  if (pool)
-    pool->parallel_for(N * C, body);
-  else
-    body(0, N * C);
+  parallel_or_serial(pool, N * C, body);
 }
 
 void run(KernelContext& c) {

@@ -86,10 +86,7 @@ void layer_norm(const Tensor& X, Tensor& Y, double* mean_out, double* inv_out, i
       inv_out[o] = inv;
     }
   };
-  if (pool)
-    pool->parallel_for(outer, body);
-  else
-    body(0, outer);
+  parallel_or_serial(pool, outer, body);
 }
 
 void run(KernelContext& c) {

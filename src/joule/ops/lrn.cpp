@@ -43,10 +43,7 @@ void lrn(const Tensor& X, Tensor& Y, int64_t size, double alpha, double beta, do
                                std::pow(bias + k * sq[static_cast<size_t>(i)], beta));
     }
   };
-  if (pool)
-    pool->parallel_for(N * C, body);
-  else
-    body(0, N * C);
+  parallel_or_serial(pool, N * C, body);
 }
 
 void run(KernelContext& c) {

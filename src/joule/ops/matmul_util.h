@@ -71,10 +71,7 @@ void batched_matmul(const T* a, const T* b, T* c, const std::vector<int64_t>& a_
       r += i1 - i0;
     }
   };
-  if (pool)
-    pool->parallel_for(total, body);
-  else
-    body(0, total);
+  parallel_or_serial(pool, total, body);
 }
 
 }  // namespace joule::ops::nn

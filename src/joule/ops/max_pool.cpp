@@ -102,10 +102,7 @@ void max_pool_2d_f32(const Tensor& X, Tensor& Y, const SpatialPlan& p, ThreadPoo
     }
   };
   const int64_t planes = X.dim(0) * X.dim(1);
-  if (pool)
-    pool->parallel_for(planes, body);
-  else
-    body(0, planes);
+  parallel_or_serial(pool, planes, body);
 }
 
 void run(KernelContext& c) {

@@ -88,10 +88,7 @@ void for_each_pool_window(const SpatialPlan& p, int64_t planes, ThreadPool* pool
           }
     }
   };
-  if (pool)
-    pool->parallel_for(planes, body);
-  else
-    body(0, planes);
+  parallel_or_serial(pool, planes, body);
 }
 
 // Cost of a windowed pool: one flop per visited kernel cell.

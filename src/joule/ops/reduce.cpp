@@ -147,10 +147,7 @@ void reduce_loop(const T* x, O* out, const Plan& p, A init, Comb comb, Fin fin, 
       for (int64_t j = 0; j < p.inner; ++j) out[o0 + j] = fin(acc[static_cast<size_t>(j)], o0 + j);
     }
   };
-  if (pool)
-    pool->parallel_for(p.rows, body);
-  else
-    body(0, p.rows);
+  parallel_or_serial(pool, p.rows, body);
 }
 
 template <class T>

@@ -44,10 +44,7 @@ void softmax_rows(const T* x, T* y, int64_t outer, int64_t n, ThreadPool* pool) 
       for (int64_t k = 0; k < n; ++k) yp[k] *= inv;
     }
   };
-  if (pool)
-    pool->parallel_for(outer, body);
-  else
-    body(0, outer);
+  parallel_or_serial(pool, outer, body);
 }
 
 // x viewed as [outer, n, inner]; the op runs along n.
@@ -94,10 +91,7 @@ void softmax_kernel(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, K
       }
     }
   };
-  if (pool)
-    pool->parallel_for(outer, body);
-  else
-    body(0, outer);
+  parallel_or_serial(pool, outer, body);
 }
 
 template <Kind K>

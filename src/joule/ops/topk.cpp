@@ -64,10 +64,7 @@ void topk(const T* x, T* vals, int64_t* idx, int64_t outer, int64_t n, int64_t i
       }
     }
   };
-  if (pool)
-    pool->parallel_for(outer * inner, body);
-  else
-    body(0, outer * inner);
+  parallel_or_serial(pool, outer * inner, body);
 }
 
 void run(KernelContext& c) {

@@ -73,6 +73,16 @@ Tensor map_unary(const Tensor& in, F f) {
   return out;
 }
 
+// Runs body(begin, end) over [0, n) on the pool, or in one call when there is none (kernels
+// called outside a Session, e.g. by constant folding).
+template <class F>
+void parallel_or_serial(ThreadPool* pool, int64_t n, const F& body) {
+  if (pool)
+    pool->parallel_for(n, body);
+  else
+    body(0, n);
+}
+
 inline bool is_half(DType t) { return t == DType::Float16 || t == DType::BFloat16; }
 
 // For kernels without a native float16/bfloat16 path: when any input is a half type, runs

@@ -100,10 +100,10 @@ Session::Session(ir::Graph graph, SessionOptions options) : graph_(std::move(gra
   for (size_t s = 0; s < last.size(); ++s)
     if (last[s] >= 0 && !constant_slots_[s].defined()) steps_[last[s]].free_after.push_back(static_cast<int>(s));
   choose_kernels(options.algo);
-  plan_memory_(last);
+  plan_activations(last);
 }
 
-void Session::plan_memory_(const std::vector<int>& last) {
+void Session::plan_activations(const std::vector<int>& last) {
   std::vector<PlannedValue> values(slot_of_.size());
   slot_type_.assign(slot_of_.size(), ir::TensorType{});
   std::vector<bool> is_output(slot_of_.size(), false);

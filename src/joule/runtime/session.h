@@ -78,7 +78,7 @@ class Session {
   };
   void check_input(const std::string& name, const Tensor& t) const;
   void choose_kernels(const kernels::AlgoSpec& spec);
-  void plan_memory_(const std::vector<int>& last);
+  void plan_activations(const std::vector<int>& last);
   bool in_arena(const Tensor& t) const;
 
   ir::Graph graph_;

@@ -16,30 +16,28 @@
 namespace joule::kernels {
 namespace {
 
-std::string common(const NodeView& v, ConvProblem* p) { return read_conv_problem(v, p); }
 
-double time_ms(const NodeView& v, double gflops, double overhead_ms) {
-  ConvProblem p;
-  common(v, &p);
-  return 2.0 * p.shape.macs() / (gflops * 1e9 * v.threads) * 1e3 + overhead_ms;
+// Time of the direct convolution's FLOPs at an effective 1-thread rate, scaled by threads.
+double time_ms(const ConvShape& s, int threads, double gflops, double overhead_ms) {
+  return 2.0 * s.macs() / (gflops * 1e9 * threads) * 1e3 + overhead_ms;
 }
 
 // ---- onednn
 std::string onednn_supports(const NodeView& v) {
   ConvProblem p;
-  if (std::string r = common(v, &p); !r.empty()) return r;
+  if (std::string r = read_conv_problem(v, &p); !r.empty()) return r;
   return onednn_conv_supports(p.shape, p.epilogue);
 }
 double onednn_estimate(const NodeView& v) {
   ConvProblem p;
-  common(v, &p);
+  read_conv_problem(v, &p);
   // Activation reorders to and from blocked layouts cost about a pass over both tensors.
   const double bytes = 4.0 * (p.shape.n * p.shape.c * p.shape.h * p.shape.w + p.shape.n * p.shape.m * p.shape.oh * p.shape.ow);
   // brgconv reaches 110-130 GFLOP/s on 3x3 layers at 1 thread but only ~50 on 1x1 (the
   // reorders dominate) and ~15 on depthwise.
   const ConvShape& s = p.shape;
   const double gf = s.depthwise() ? 15 : s.kh * s.kw == 1 ? 55 : 120;
-  return time_ms(v, gf, 0.005) + 2 * bytes / 10e9 * 1e3;
+  return time_ms(p.shape, v.threads, gf, 0.005) + 2 * bytes / 10e9 * 1e3;
 }
 std::unique_ptr<Kernel> onednn_prepare(const NodeView& v) {
   return prepare_conv(v, [](const ConvProblem& p, int threads) {
@@ -53,19 +51,19 @@ std::string need_avx512() { return cpu_features().avx512 ? "" : "needs AVX-512 (
 template <int Tile>
 std::string winograd_supports_node(const NodeView& v) {
   ConvProblem p;
-  if (std::string r = common(v, &p); !r.empty()) return r;
+  if (std::string r = read_conv_problem(v, &p); !r.empty()) return r;
   if (std::string r = need_avx512(); !r.empty()) return r;
   return winograd_supports(p.shape, Tile);
 }
 template <int Tile>
 double winograd_estimate(const NodeView& v) {
   ConvProblem p;
-  common(v, &p);
+  read_conv_problem(v, &p);
   // Effective (direct-FLOP) rates measured at 1 thread; small maps leave few tiles to reuse
   // the transformed weights, which then stream from memory.
   const bool small = p.shape.oh * p.shape.ow < 14 * 14;
   const double gf = Tile == 4 ? (small ? 110 : 260) : (small ? 150 : 200);
-  return time_ms(v, gf, 0.01);
+  return time_ms(p.shape, v.threads, gf, 0.01);
 }
 template <int Tile>
 std::unique_ptr<Kernel> winograd_prepare(const NodeView& v) {
@@ -77,18 +75,18 @@ std::unique_ptr<Kernel> winograd_prepare(const NodeView& v) {
 // ---- direct
 std::string direct_supports_node(const NodeView& v) {
   ConvProblem p;
-  if (std::string r = common(v, &p); !r.empty()) return r;
+  if (std::string r = read_conv_problem(v, &p); !r.empty()) return r;
   if (std::string r = need_avx512(); !r.empty()) return r;
   return direct_supports(p.shape);
 }
 double direct_estimate(const NodeView& v) {
   ConvProblem p;
-  common(v, &p);
+  read_conv_problem(v, &p);
   const ConvShape& s = p.shape;
   // 16-wide output vectors along the width: narrow maps waste lanes.
   const double lanes = std::min(1.0, static_cast<double>(s.ow) / static_cast<double>((s.ow + 15) / 16 * 16));
   const double gf = s.depthwise() ? 30 : (s.kh * s.kw == 1 ? 75 : 105 * lanes);
-  return time_ms(v, gf, 0.005);
+  return time_ms(p.shape, v.threads, gf, 0.005);
 }
 std::unique_ptr<Kernel> direct_prepare(const NodeView& v) {
   return prepare_conv(v, [](const ConvProblem& p, int threads) {
@@ -99,12 +97,12 @@ std::unique_ptr<Kernel> direct_prepare(const NodeView& v) {
 // ---- fft
 std::string fft_supports_node(const NodeView& v) {
   ConvProblem p;
-  if (std::string r = common(v, &p); !r.empty()) return r;
+  if (std::string r = read_conv_problem(v, &p); !r.empty()) return r;
   return fft_supports(p.shape);
 }
 double fft_estimate(const NodeView& v) {
   ConvProblem p;
-  common(v, &p);
+  read_conv_problem(v, &p);
   const ConvShape& s = p.shape;
   // Work does not grow with the kernel: transforms of C inputs and M outputs, and a complex
   // multiply-accumulate over the half spectrum for every (m, c) pair (rough 1-thread rates).
@@ -124,16 +122,16 @@ std::unique_ptr<Kernel> fft_prepare(const NodeView& v) {
 // ---- im2col_gemm
 std::string im2col_supports_node(const NodeView& v) {
   ConvProblem p;
-  if (std::string r = common(v, &p); !r.empty()) return r;
+  if (std::string r = read_conv_problem(v, &p); !r.empty()) return r;
   return im2col_gemm_supports(p.shape);
 }
 double im2col_estimate(const NodeView& v) {
   ConvProblem p;
-  common(v, &p);
+  read_conv_problem(v, &p);
   // OpenBLAS's AVX2 SGEMM (~45 GFLOP/s here) plus writing and reading the im2col matrix.
   const ConvShape& s = p.shape;
   const double cols = 4.0 * s.n * s.c * s.kh * s.kw * s.oh * s.ow;
-  return time_ms(v, s.depthwise() ? 5 : 45, 0.005) + 2 * cols / 10e9 * 1e3;
+  return time_ms(p.shape, v.threads, s.depthwise() ? 5 : 45, 0.005) + 2 * cols / 10e9 * 1e3;
 }
 std::unique_ptr<Kernel> im2col_prepare(const NodeView& v) {
   return prepare_conv(v, [](const ConvProblem& p, int threads) {
@@ -144,17 +142,17 @@ std::unique_ptr<Kernel> im2col_prepare(const NodeView& v) {
 // ---- implicit_gemm
 std::string implicit_supports_node(const NodeView& v) {
   ConvProblem p;
-  if (std::string r = common(v, &p); !r.empty()) return r;
+  if (std::string r = read_conv_problem(v, &p); !r.empty()) return r;
   if (std::string r = need_avx512(); !r.empty()) return r;
   return implicit_gemm_supports(p.shape);
 }
 double implicit_estimate(const NodeView& v) {
   ConvProblem p;
-  common(v, &p);
+  read_conv_problem(v, &p);
   // 16-pixel vectors along the flattened output plane: small planes waste lanes.
   const double px = static_cast<double>(p.shape.oh * p.shape.ow);
   const double lanes = px / (std::ceil(px / 16.0) * 16.0) * (px < 400 ? 0.85 : 1.0);
-  return time_ms(v, 105 * lanes, 0.005);
+  return time_ms(p.shape, v.threads, 105 * lanes, 0.005);
 }
 std::unique_ptr<Kernel> implicit_prepare(const NodeView& v) {
   return prepare_conv(v, [](const ConvProblem& p, int threads) {

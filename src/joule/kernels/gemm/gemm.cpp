@@ -71,12 +71,11 @@ std::string supports(const NodeView& v) {
   return read(v, &d);
 }
 
-// OpenBLAS's AVX2 path vs oneDNN's AVX-512 JIT (rough 1-thread rates).
 template <Blas B>
 double estimate_ms(const NodeView& v) {
   GemmDims d;
   read(v, &d);
-  return 2.0 * d.M * d.N * d.K / ((B == Blas::kOnednn ? 100e9 : 50e9) * v.threads) * 1e3 + 0.002;
+  return sgemm_estimate_ms(B, 2.0 * d.M * d.N * d.K, v.threads);
 }
 
 template <Blas B>

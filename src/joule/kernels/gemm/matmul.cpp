@@ -84,8 +84,7 @@ template <Blas B>
 double estimate_ms(const NodeView& v) {
   MatMulPlan p;
   read(v, &p);
-  return 2.0 * static_cast<double>(p.a_off.size()) * p.M * p.N * p.K /
-             ((B == Blas::kOnednn ? 100e9 : 50e9) * v.threads) * 1e3 + 0.002;
+  return sgemm_estimate_ms(B, 2.0 * static_cast<double>(p.a_off.size()) * p.M * p.N * p.K, v.threads);
 }
 
 template <Blas B>

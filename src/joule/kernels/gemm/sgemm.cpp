@@ -33,6 +33,10 @@ void sgemm(Blas b, int threads, bool ta, bool tb, int64_t M, int64_t N, int64_t 
               static_cast<blasint>(lda), B, static_cast<blasint>(ldb), beta, C, static_cast<blasint>(ldc));
 }
 
+double sgemm_estimate_ms(Blas b, double flops, int threads) {
+  return flops / ((b == Blas::kOnednn ? 100e9 : 50e9) * threads) * 1e3 + 0.002;
+}
+
 void parallel_sgemm(Blas b, ThreadPool& pool, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                     const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   const int threads = pool.threads();
