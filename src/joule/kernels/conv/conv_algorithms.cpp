@@ -16,7 +16,6 @@
 namespace joule::kernels {
 namespace {
 
-
 // Time of the direct convolution's FLOPs at an effective 1-thread rate, scaled by threads.
 double time_ms(const ConvShape& s, int threads, double gflops, double overhead_ms) {
   return 2.0 * s.macs() / (gflops * 1e9 * threads) * 1e3 + overhead_ms;
