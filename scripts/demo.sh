@@ -22,3 +22,13 @@ if [ -f "$here/models/fashion_cnn.onnx" ]; then
 else
   echo "(skipped: models/fashion_cnn.onnx is not there)"
 fi
+echo
+fm=/usr/share/datasets/fashion-mnist
+echo "== joule quantize: W8A8 (examples/quant/w8a8.yaml), percentile calibration on 256 training images,"
+echo "   FP32 vs INT8 accuracy on the 10 000 test images -> $run_dir/fashion_cnn_w8a8.onnx"
+"$joule" quantize default --config "$here/examples/quant/w8a8.yaml" --calib "$fm:train" --calib-samples 256 \
+  --eval "$fm:test" -o "$run_dir/fashion_cnn_w8a8.onnx" --quiet | sed -n '/^accuracy/,$p'
+echo
+echo "== joule sensitivity: the five most sensitive layers (isolated, W8A8), picture -> $run_dir/sensitivity"
+"$joule" sensitivity default --config "$here/examples/quant/w8a8.yaml" --calib "$fm:train" --calib-samples 256 \
+  --eval "$fm:test" --samples 1000 --mode isolated --top 5 -o "$run_dir/sensitivity" --quiet

@@ -7,6 +7,7 @@ PACKAGES=(
   libonnx-dev libprotobuf-dev protobuf-compiler
   libdnnl-dev libopenblas-dev libfftw3-dev
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev
+  liblmdb-dev libturbojpeg0-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   graphviz
   python3 python3-numpy python3-torch python3-torchvision python3-onnx

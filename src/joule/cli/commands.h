@@ -13,5 +13,9 @@ Action add_graph(CLI::App& app);
 Action add_bench(CLI::App& app);
 Action add_profile(CLI::App& app);
 Action add_energy(CLI::App& app);
+Action add_eval(CLI::App& app);
+Action add_data(CLI::App& app);
+Action add_quantize(CLI::App& app);
+Action add_sensitivity(CLI::App& app);
 
 }  // namespace joule::cli

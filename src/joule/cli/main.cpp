@@ -21,6 +21,12 @@ int main(int argc, char** argv) {
   add("bench", "Time whole-model latency: warm-up, repeated runs, median/mean/std/percentiles", joule::cli::add_bench);
   add("profile", "Profile per layer: latency, FLOP/s vs peak, energy; sweeps; CSV/JSON/Chrome trace", joule::cli::add_profile);
   add("energy", "Energy sources: probe what this machine has; calibrate the estimator", joule::cli::add_energy);
+  add("eval", "Accuracy (top-1/top-5) on labelled data: .npy, IDX, JPEG class folders, LMDB", joule::cli::add_eval);
+  add("quantize", "Quantize (config YAML, calibration) and simulate with QDQ; write ONNX; FP32 vs quantized accuracy",
+      joule::cli::add_quantize);
+  add("sensitivity", "Per-layer quantization damage (SQNR, cosine, MSE), cumulative or isolated; CSV/JSON/SVG",
+      joule::cli::add_sensitivity);
+  add("data", "Dataset tools: convert a JPEG class folder to LMDB", joule::cli::add_data);
   add("graph", "Draw the model graph (.svg/.png/.pdf through Graphviz dot, .dot text, .txt listing)", joule::cli::add_graph);
   try {
     app.parse(argc, argv);

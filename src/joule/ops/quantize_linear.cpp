@@ -1,0 +1,174 @@
+// QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear (ONNX opsets 10-21, integer types).
+//   Quantize:   y = saturate(round_half_even(x / scale) + zero_point), in zero_point's type (uint8 by default)
+//   Dequantize: y = (x - zero_point) * scale
+// A scalar (or one-element) scale is per tensor; a 1-D scale of length D is per axis (attribute
+// `axis`, default 1). Blocked quantization (opset 21 `block_size`) and float8 types are unsupported.
+// x / scale is a float division, as ONNX Runtime computes it, so joule and ORT agree bit for bit.
+#include <cmath>
+#include <limits>
+
+#include "joule/ops/util.h"
+
+namespace joule::ops {
+namespace {
+
+bool is_quant_int(DType t) {
+  return t == DType::Int8 || t == DType::UInt8 || t == DType::Int16 || t == DType::UInt16;
+}
+
+std::string check_quant(const ir::Node& n, int64_t) {
+  if (n.attr_int("block_size", 0) != 0) return "blocked quantization (block_size) is not supported";
+  return "";
+}
+
+// Per-axis layout of a scale/zero-point pair against an input shape: outer x channels x inner.
+struct AxisLayout {
+  int64_t outer = 1, channels = 1, inner = 1;
+};
+
+AxisLayout axis_layout(const KernelContext& c, const Shape& shape, const Tensor& scale) {
+  AxisLayout l;
+  l.inner = shape_numel(shape);
+  if (scale.numel() == 1 && scale.rank() <= 1) return l;
+  JOULE_CHECK(scale.rank() == 1, c.node.where() + ": scale must be a scalar or 1-D, got " + scale.describe());
+  const int64_t axis = normalize_axis(c.node.attr_int("axis", 1), static_cast<int64_t>(shape.size()), c.node);
+  JOULE_CHECK(shape[static_cast<size_t>(axis)] == scale.numel(),
+              c.node.where() + ": scale has " + std::to_string(scale.numel()) + " entries but axis " +
+                  std::to_string(axis) + " of the input has " + std::to_string(shape[static_cast<size_t>(axis)]));
+  l.outer = 1;
+  for (int64_t i = 0; i < axis; ++i) l.outer *= shape[static_cast<size_t>(i)];
+  l.channels = scale.numel();
+  l.inner = 1;
+  for (size_t i = static_cast<size_t>(axis) + 1; i < shape.size(); ++i) l.inner *= shape[i];
+  return l;
+}
+
+void check_zero_point(const KernelContext& c, const Tensor& scale) {
+  if (!c.has(2)) return;
+  JOULE_CHECK(c.in(2).numel() == scale.numel(),
+              c.node.where() + ": zero_point " + c.in(2).describe() + " does not match scale " + scale.describe());
+}
+
+std::vector<float> scales_as_float(const KernelContext& c, const Tensor& s) {
+  JOULE_CHECK(is_floating(s.dtype()), c.node.where() + ": scale must be floating point, got " + s.describe());
+  std::vector<float> v(static_cast<size_t>(s.numel()));
+  for (int64_t i = 0; i < s.numel(); ++i) v[static_cast<size_t>(i)] = static_cast<float>(s.value_as_double(i));
+  return v;
+}
+
+DType quant_output_type(const ir::Node& n, const std::vector<const ir::TensorType*>& in) {
+  if (in.size() > 2 && in[2]) return in[2]->dtype;
+  if (n.has_attr("output_dtype")) return dtype_from_onnx(static_cast<int>(n.attr_int("output_dtype", 0)));
+  return DType::UInt8;
+}
+
+void infer_quantize(InferContext& c) {
+  c.out(0) = c.in(0);
+  c.out(0).dtype = quant_output_type(c.node, c.input_types);
+}
+
+template <class Q>
+void quantize_to(const float* x, const AxisLayout& l, const std::vector<float>& scale,
+                 const std::vector<int64_t>& zp, Q* y) {
+  const float lo = static_cast<float>(std::numeric_limits<Q>::min());
+  const float hi = static_cast<float>(std::numeric_limits<Q>::max());
+  for (int64_t o = 0; o < l.outer; ++o)
+    for (int64_t ch = 0; ch < l.channels; ++ch) {
+      const float s = scale[static_cast<size_t>(ch)];
+      const float z = static_cast<float>(zp[static_cast<size_t>(ch)]);
+      const int64_t base = (o * l.channels + ch) * l.inner;
+      for (int64_t i = 0; i < l.inner; ++i) {
+        const float q = std::nearbyint(x[base + i] / s) + z;  // default rounding mode: half to even
+        y[base + i] = static_cast<Q>(std::min(hi, std::max(lo, q)));
+      }
+    }
+}
+
+void run_quantize(KernelContext& c) {
+  const Tensor& x0 = c.in(0);
+  JOULE_CHECK(is_floating(x0.dtype()), c.node.where() + ": input must be floating point, got " + x0.describe());
+  const Tensor x = x0.dtype() == DType::Float32 ? x0 : x0.cast(DType::Float32);
+  const Tensor& scale = c.in(1);
+  check_zero_point(c, scale);
+  std::vector<const ir::TensorType*> none;
+  const DType out = c.has(2) ? c.in(2).dtype() : quant_output_type(c.node, none);
+  if (!is_quant_int(out))
+    fail_unsupported(c.node.where() + ": quantization to " + dtype_name(out) + " is not supported");
+  const AxisLayout l = axis_layout(c, x.shape(), scale);
+  const std::vector<float> s = scales_as_float(c, scale);
+  std::vector<int64_t> zp(s.size(), 0);
+  if (c.has(2))
+    for (size_t i = 0; i < zp.size(); ++i) zp[i] = c.in(2).value_as_int(static_cast<int64_t>(i));
+  Tensor& y = c.output(0, out, x.shape());
+  visit_dtype(out, [&](auto tag) {
+    using Q = typename decltype(tag)::type;
+    if constexpr (std::is_integral_v<Q> && sizeof(Q) <= 2 && !std::is_same_v<Q, bool>)
+      quantize_to<Q>(x.data<float>(), l, s, zp, y.data<Q>());
+  });
+}
+
+void infer_dequantize(InferContext& c) {
+  c.out(0) = c.in(0);
+  // Opset 19 lets scale be float16/bfloat16; the output takes the scale's type.
+  c.out(0).dtype = c.in(1).dtype;
+}
+
+void run_dequantize(KernelContext& c) {
+  const Tensor& x = c.in(0);
+  const Tensor& scale = c.in(1);
+  check_zero_point(c, scale);
+  if (!is_quant_int(x.dtype()) && x.dtype() != DType::Int32)
+    fail_unsupported(c.node.where() + ": dequantization of " + dtype_name(x.dtype()) + " is not supported");
+  const AxisLayout l = axis_layout(c, x.shape(), scale);
+  const std::vector<float> s = scales_as_float(c, scale);
+  Tensor y(DType::Float32, x.shape());
+  float* py = y.data<float>();
+  for (int64_t o = 0; o < l.outer; ++o)
+    for (int64_t ch = 0; ch < l.channels; ++ch) {
+      const int64_t z = c.has(2) ? c.in(2).value_as_int(ch) : 0;
+      const float sc = s[static_cast<size_t>(ch)];
+      const int64_t base = (o * l.channels + ch) * l.inner;
+      for (int64_t i = 0; i < l.inner; ++i)
+        py[base + i] = static_cast<float>(x.value_as_int(base + i) - z) * sc;
+    }
+  c.outputs[0] = scale.dtype() == DType::Float32 ? std::move(y) : y.cast(scale.dtype());
+}
+
+// DynamicQuantizeLinear: uint8, range always includes 0, scale = (max - min) / 255.
+void infer_dynamic(InferContext& c) {
+  c.out(0) = c.in(0);
+  c.out(0).dtype = DType::UInt8;
+  c.out(1) = ir::TensorType::of(DType::Float32, {});
+  c.out(2) = ir::TensorType::of(DType::UInt8, {});
+}
+
+void run_dynamic(KernelContext& c) {
+  const Tensor& x0 = c.in(0);
+  JOULE_CHECK(is_floating(x0.dtype()), c.node.where() + ": input must be floating point, got " + x0.describe());
+  const Tensor x = x0.dtype() == DType::Float32 ? x0 : x0.cast(DType::Float32);
+  const float* px = x.data<float>();
+  float lo = 0, hi = 0;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    lo = std::min(lo, px[i]);
+    hi = std::max(hi, px[i]);
+  }
+  const float scale = hi > lo ? (hi - lo) / 255.0f : 1.0f;
+  const float zp = std::min(255.0f, std::max(0.0f, std::nearbyint(0.0f - lo / scale)));
+  Tensor y(DType::UInt8, x.shape());
+  quantize_to<uint8_t>(px, AxisLayout{1, 1, x.numel()}, {scale}, {static_cast<int64_t>(zp)}, y.data<uint8_t>());
+  c.outputs[0] = std::move(y);
+  if (c.outputs.size() > 1) c.outputs[1] = Tensor::scalar<float>(scale);
+  if (c.outputs.size() > 2) c.outputs[2] = Tensor::scalar<uint8_t>(static_cast<uint8_t>(zp));
+}
+
+}  // namespace
+
+extern const OpDef kOpQuantizeLinear;
+const OpDef kOpQuantizeLinear{"QuantizeLinear", "", 2, 3, infer_quantize, run_quantize, nullptr, check_quant};
+extern const OpDef kOpDequantizeLinear;
+const OpDef kOpDequantizeLinear{"DequantizeLinear", "", 2, 3, infer_dequantize, run_dequantize, nullptr,
+                                check_quant};
+extern const OpDef kOpDynamicQuantizeLinear;
+const OpDef kOpDynamicQuantizeLinear{"DynamicQuantizeLinear", "", 1, 1, infer_dynamic, run_dynamic};
+
+}  // namespace joule::ops

@@ -1,0 +1,123 @@
+// joule quantize / sensitivity / eval as a user runs them on the bundled Fashion-MNIST model and
+// its bundled 16 labelled samples: outputs, files, and one-line errors with exit code 2.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_util.h"
+#include "joule/core/file_util.h"
+#include "joule/core/npy.h"
+#include "joule/onnx/model_io.h"
+
+namespace fs = std::filesystem;
+using joule::testing::CliResult;
+
+namespace {
+CliResult joule_cmd(const std::string& args) { return joule::testing::run_joule(args); }
+
+fs::path dir() {
+  static fs::path d = joule::testing::scratch_dir("quant_cli");
+  return d;
+}
+
+const std::string kSamples = std::string(JOULE_SOURCE_DIR) + "/models/fashion_cnn_sample.npy";
+const std::string kW8A8 = std::string(JOULE_SOURCE_DIR) + "/examples/quant/w8a8.yaml";
+
+std::string config(const std::string& name, const std::string& text) {
+  const fs::path p = dir() / name;
+  joule::write_file_atomic(p.string(), text);
+  return p.string();
+}
+
+int lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+}  // namespace
+
+TEST(QuantCli, EvalOnBundledSamples) {
+  CliResult r = joule_cmd("eval default --data " + kSamples + " --format json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["samples"].get<int>(), 16);
+  EXPECT_DOUBLE_EQ(j["top1"].get<double>(), 1.0);  // models/fashion_cnn.json: 16 of 16 correct in PyTorch
+  EXPECT_DOUBLE_EQ(j["top5"].get<double>(), 1.0);
+}
+
+TEST(QuantCli, DryRunPrintsResolvedChoicesWithoutCalibrating) {
+  CliResult r = joule_cmd("quantize default --config " + kW8A8 + " --dry-run");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("entropy"), std::string::npos);  // the Gemm rule
+  EXPECT_NE(r.out.find("6 nodes quantized"), std::string::npos) << r.out;  // 5 convs + the classifier
+}
+
+TEST(QuantCli, QuantizeWritesLoadableQdqModelAndAccuracyTable) {
+  const std::string out = (dir() / "q.onnx").string();
+  CliResult r = joule_cmd("quantize default --config " + kW8A8 + " --calib " + kSamples + " --eval " + kSamples +
+                          " -o " + out + " --format json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["calibration_samples"].get<int>(), 16);
+  EXPECT_EQ(j["fake_quant_nodes"].get<int>(), 0);
+  EXPECT_GE(j["eval"]["quantized"]["top1"].get<double>(), 0.8);
+  joule::ir::Graph g = joule::onnx::load_model(out);
+  int q = 0, dq = 0;
+  for (auto& n : g.nodes) {
+    q += n->op_type == "QuantizeLinear";
+    dq += n->op_type == "DequantizeLinear";
+  }
+  EXPECT_EQ(q, 6);
+  EXPECT_EQ(dq, 12);
+  // The written model runs in joule.
+  CliResult e = joule_cmd("eval " + out + " --data " + kSamples + " --format json");
+  ASSERT_EQ(e.code, 0) << e.out;
+  EXPECT_EQ(nlohmann::json::parse(e.out)["samples"].get<int>(), 16);
+}
+
+TEST(QuantCli, NonOnnxFormatsAreRefusedForExportUnlessAsked) {
+  const std::string cfg = std::string(JOULE_SOURCE_DIR) + "/examples/quant/w4a8.yaml";
+  const std::string out = (dir() / "w4.onnx").string();
+  CliResult r = joule_cmd("quantize default --config " + cfg + " --calib " + kSamples + " -o " + out);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("FakeQuant"), std::string::npos);
+  EXPECT_FALSE(fs::exists(out));
+  CliResult ok = joule_cmd("quantize default --config " + cfg + " --calib " + kSamples + " -o " + out +
+                           " --allow-joule-ops");
+  ASSERT_EQ(ok.code, 0) << ok.out;
+  EXPECT_TRUE(fs::exists(out));
+}
+
+TEST(QuantCli, SensitivityWritesTableJsonCsvSvg) {
+  const fs::path d = dir() / "sens";
+  CliResult r = joule_cmd("sensitivity default --config " + kW8A8 + " --calib " + kSamples + " --eval " + kSamples +
+                          " --samples 8 --mode isolated --top 5 -o " + d.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("SQNR"), std::string::npos);
+  for (const char* f : {"sensitivity.json", "sensitivity.csv", "sensitivity.svg"}) EXPECT_TRUE(fs::exists(d / f)) << f;
+  auto j = nlohmann::json::parse(joule::read_file((d / "sensitivity.json").string()));
+  EXPECT_EQ(j["mode"], "isolated");
+  EXPECT_EQ(j["layers"].size(), 6u);
+  EXPECT_TRUE(j["layers"][0]["top1"].contains("all"));
+}
+
+TEST(QuantCli, BadInputIsOneLineExitTwo) {
+  const std::string bad_format = config("bad_format.yaml", "default:\n  weight: {format: posit8}\n");
+  const std::string bad_bits = config("bad_bits.yaml", "default:\n  weight: {format: int, bits: 17}\n");
+  const std::string no_match =
+      config("no_match.yaml", "default:\n  weight: {format: int8}\nrules:\n  - match: {regex: 'layer9'}\n    skip: true\n");
+  const std::string wrong_data = (dir() / "wrong.npy").string();
+  joule::save_npy(joule::Tensor(joule::DType::Float32, {2, 1, 3, 3}), wrong_data);  // 3x3 images, model wants 28x28
+  const std::string out = (dir() / "never.onnx").string();
+  for (const std::string& args :
+       {"quantize default --config " + bad_format + " --calib " + kSamples + " -o " + out,
+        "quantize default --config " + bad_bits + " --calib " + kSamples + " -o " + out,
+        "quantize default --config " + no_match + " --calib " + kSamples + " -o " + out,
+        "quantize default --config " + kW8A8 + " --calib " + wrong_data + " -o " + out,
+        "quantize default --config " + kW8A8 + " --calib /nonexistent/data.npy -o " + out,
+        "quantize default --config /nonexistent.yaml --calib " + kSamples + " -o " + out,
+        "sensitivity default --config " + kW8A8 + " --calib " + kSamples + " --mode sideways",
+        "eval default --data " + wrong_data}) {
+    CliResult r = joule_cmd(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+    EXPECT_EQ(lines(r.out), 1) << args << "\n" << r.out;
+    EXPECT_FALSE(fs::exists(out)) << args;
+  }
+}
