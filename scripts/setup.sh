@@ -9,7 +9,7 @@ PACKAGES=(
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev
   liblmdb-dev libturbojpeg0-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  graphviz
+  graphviz nodejs
   python3 python3-numpy python3-torch python3-torchvision python3-onnx
   libonnx-testdata dataset-fashion-mnist
 )
@@ -20,11 +20,24 @@ for p in "${PACKAGES[@]}"; do
     missing+=("$p")
   fi
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-echo "setup: installing ${missing[*]}" >&2
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# ONNX Runtime (npm onnxruntime-node, pinned in tools/peers/package-lock.json): the peer the
+# QDQ export is checked in and benchmarked against. Its install script would download CUDA
+# parts; the CPU library is in the package, so scripts are skipped.
+# (The image's Node.js build ships npm; Debian's own nodejs needs the separate npm package.)
+if ! command -v npm >/dev/null; then
+  $SUDO apt-get install -y -qq --no-install-recommends npm >/dev/null
+fi
+peers="$(cd "$(dirname "$0")/../tools/peers" && pwd)"
+if [ ! -f "$peers/node_modules/onnxruntime-node/package.json" ]; then
+  echo "setup: installing onnxruntime-node (npm) in tools/peers" >&2
+  (cd "$peers" && npm ci --ignore-scripts --no-audit --no-fund --silent >/dev/null)
+fi

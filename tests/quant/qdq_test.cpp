@@ -7,9 +7,12 @@
 #include <filesystem>
 #include <random>
 
+#include <unistd.h>
+
 #include "graph_builder.h"
 #include "joule/core/error.h"
 #include "joule/core/file_util.h"
+#include "joule/onnx/model_io.h"
 #include "joule/quant/qdq.h"
 #include "joule/quant/sensitivity.h"
 
@@ -307,4 +310,34 @@ TEST(QuantSensitivity, IsolatedModeComparesFinalOutputPerLayer) {
     EXPECT_TRUE(L.accuracy.count("weights"));
   }
   ASSERT_TRUE(r.fp32_accuracy);
+}
+
+// The QDQ export round trip: the simulation graph written as ONNX and read back computes the
+// same outputs, bit for bit (int8 weights, per-channel scales and the int32 bias survive).
+TEST(QuantQdq, ExportedQdqModelReimportsWithIdenticalOutputs) {
+  ir::Graph g = small_cnn();
+  QuantPlan plan = plan_quantization(g, resolve(g, QuantConfig::parse(R"(
+default:
+  weight: {format: int, bits: 8, symmetric: true, granularity: per_channel}
+  bias:   {format: int, bits: 32}
+  input:  {format: int, bits: 8, symmetric: false}
+)",
+                                                                     "q.yaml")));
+  auto data = inputs(4, 20);
+  calibrate(g, plan, samples_of(data), {});
+  ir::Graph q = insert_qdq(g, plan);
+  int int32_biases = 0;
+  for (auto& [name, t] : q.initializers) int32_biases += t.dtype() == DType::Int32;
+  EXPECT_EQ(int32_biases, 2);  // the Conv's and the Gemm's
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("joule_qdq_roundtrip_" + std::to_string(::getpid()) + ".onnx")).string();
+  onnx::save_model(q, path);
+  ir::Graph back = onnx::load_model(path);
+  std::filesystem::remove(path);
+  runtime::Session a(q), b(back);
+  for (auto& in : data) {
+    const Tensor ya = a.run(in).at("y"), yb = b.run(in).at("y");
+    ASSERT_EQ(ya.shape(), yb.shape());
+    for (int64_t i = 0; i < ya.numel(); ++i) EXPECT_EQ(ya.data<float>()[i], yb.data<float>()[i]) << i;
+  }
 }

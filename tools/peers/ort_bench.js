@@ -1,21 +1,13 @@
 // Times one ONNX model in ONNX Runtime (npm onnxruntime-node, its native CPU library).
 // usage: node ort_bench.js MODEL.onnx INPUT.npy THREADS WARMUP RUNS  -> JSON on stdout
 'use strict';
-const fs = require('fs');
 const ort = require('onnxruntime-node');
+const { readNpy } = require('./npy');
 
-function readNpy(path) {
-  const b = fs.readFileSync(path);
-  if (b.toString('latin1', 1, 6) !== 'NUMPY') throw new Error(path + ': not a .npy file');
-  const major = b[6];
-  const hlen = major === 1 ? b.readUInt16LE(8) : b.readUInt32LE(8);
-  const off = major === 1 ? 10 : 12;
-  const header = b.toString('latin1', off, off + hlen);
-  const descr = /'descr':\s*'([^']+)'/.exec(header)[1];
-  const shape = /'shape':\s*\(([^)]*)\)/.exec(header)[1].split(',').map(s => s.trim()).filter(s => s).map(Number);
-  if (descr !== '<f4') throw new Error(path + ': only float32 inputs are supported, got ' + descr);
-  const data = new Float32Array(b.buffer.slice(b.byteOffset + off + hlen, b.byteOffset + b.length));
-  return new ort.Tensor('float32', data, shape);
+function readInput(path) {
+  const a = readNpy(path);
+  if (a.type !== 'float32') throw new Error(path + ': only float32 inputs are supported, got ' + a.type);
+  return new ort.Tensor('float32', a.data, a.shape);
 }
 
 async function main() {
@@ -24,7 +16,7 @@ async function main() {
     intraOpNumThreads: Number(threads), interOpNumThreads: 1, executionMode: 'sequential',
     graphOptimizationLevel: 'all', executionProviders: ['cpu'],
   });
-  const feeds = { [session.inputNames[0]]: readNpy(input) };
+  const feeds = { [session.inputNames[0]]: readInput(input) };
   for (let i = 0; i < Number(warmup); i++) await session.run(feeds);
   const ms = [];
   for (let i = 0; i < Number(runs); i++) {

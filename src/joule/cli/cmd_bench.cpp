@@ -15,7 +15,7 @@ struct BenchArgs {
   std::vector<std::string> inputs;
   int threads = 0, warmup = 5, runs = 30;
   std::string format = "table";
-  std::string passes = "default";
+  std::string passes = "default", int8 = "real";
   AlgoFlags algo;
 };
 }  // namespace
@@ -30,6 +30,7 @@ Action add_bench(CLI::App& app) {
   app.add_option("--format", a->format, "table or json")->check(CLI::IsMember({"table", "json"}));
   app.add_option("--passes", a->passes, "graph passes before timing: none, default or a comma-separated list")
       ->capture_default_str();
+  add_int8_option(app, a->int8);
   add_algo_options(app, a->algo);
   return [a] {
     runtime::SessionOptions opt;
@@ -37,7 +38,7 @@ Action add_bench(CLI::App& app) {
     opt.threads = a->threads;
     const std::string path = resolve_model_path(a->model);
     ir::Graph g = load_model_or_default(path);
-    nlohmann::json pipeline = apply_passes(g, a->passes);
+    nlohmann::json pipeline = apply_passes(g, a->passes, a->int8);
     runtime::Session session(std::move(g), opt);
     runtime::TensorMap inputs =
         a->inputs.empty() ? runtime::random_inputs(session) : bind_inputs(a->inputs, session.input_names());
@@ -53,7 +54,7 @@ Action add_bench(CLI::App& app) {
       nlohmann::json j = {{"model", path}, {"threads", session.threads()}, {"warmup", a->warmup},
                           {"runs", a->runs}, {"latency_ms", profile::to_json(s)}, {"samples_ms", ms},
                           {"peak_activation_bytes", session.peak_bytes()}, {"engine", "joule " JOULE_VERSION},
-                          {"passes", a->passes}, {"nodes", {{"before_passes", pipeline["nodes_before"]},
+                          {"passes", a->passes}, {"int8", a->int8}, {"nodes", {{"before_passes", pipeline["nodes_before"]},
                                                             {"after_passes", pipeline["nodes_after"]}}}};
       fmt::print("{}\n", j.dump(2));
     } else {

@@ -12,7 +12,7 @@ namespace joule::cli {
 
 namespace {
 struct EvalArgs {
-  std::string model, data, passes = "default", format = "table";
+  std::string model, data, passes = "default", format = "table", int8 = "real";
   std::vector<std::string> input_shapes;
   size_t limit = 0;
   int threads = 1;
@@ -32,6 +32,7 @@ Action add_eval(CLI::App& app) {
   app.add_option("--input-shape", a->input_shapes, "NAME=1,3,224,224 (or one shape for a one-input model)");
   app.add_option("--format", a->format, "table or json")->check(CLI::IsMember({"table", "json"}));
   add_data_options(app, a->flags);
+  add_int8_option(app, a->int8);
   add_algo_options(app, a->algo);
   return [a] {
     const std::string path = resolve_model_path(a->model);
@@ -39,7 +40,7 @@ Action add_eval(CLI::App& app) {
     apply_input_shapes(g, a->input_shapes);
     std::string how;
     auto d = open_data(a->data, g, path, a->flags, &how);
-    apply_passes(g, a->passes);
+    apply_passes(g, a->passes, a->int8);
     runtime::SessionOptions so;
     so.threads = a->threads;
     so.algo = a->algo.spec();

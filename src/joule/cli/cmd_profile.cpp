@@ -19,7 +19,7 @@ struct ProfileArgs {
   int warmup = 5, runs = 30, top = 15;
   double warmup_time = 0, min_time = 0, coverage = 0.9, energy_window = 0;
   bool quiet = false, no_layer_energy = false;
-  std::string passes = "default";
+  std::string passes = "default", int8 = "real";
   AlgoFlags algo;
   std::vector<std::string> algo_sweep;
 };
@@ -59,6 +59,7 @@ Action add_profile(CLI::App& app) {
       ->check(CLI::IsMember({"sanity", "quick", "full"}));
   app.add_flag("-q,--quiet", a->quiet, "no progress on stderr");
   app.add_option("--passes", a->passes, "graph passes before profiling (at each sweep point's shapes): none, default or a list");
+  add_int8_option(app, a->int8);
   add_algo_options(app, a->algo);
   app.add_option("--algo-sweep", a->algo_sweep,
                  "profile one point per --algo value, e.g. \"conv=winograd;conv=onednn;auto\" (';'-separated)")
@@ -79,6 +80,7 @@ Action add_profile(CLI::App& app) {
     if (!a->powercap_root.empty()) opt.meter.powercap_root = a->powercap_root;
     opt.layer_energy = !a->no_layer_energy;
     opt.passes = passes::parse_pipeline(a->passes);
+    if (a->int8 == "real") opt.passes.push_back("lower_int8");
     opt.algo = a->algo.spec();
     profile::SweepSpec spec;
     spec.batches = a->batches;

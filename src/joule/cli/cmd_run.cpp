@@ -21,7 +21,7 @@ struct RunArgs {
   std::string outdir;
   int threads = 0;
   int repeat = 1;
-  std::string passes = "default";
+  std::string passes = "default", int8 = "real";
   AlgoFlags algo;
 };
 
@@ -36,13 +36,14 @@ Action add_run(CLI::App& app) {
   app.add_option("--repeat", a->repeat, "run N times and report the fastest and median time")->check(CLI::PositiveNumber);
   app.add_option("--passes", a->passes, "graph passes before running: none, default or a comma-separated list")
       ->capture_default_str();
+  add_int8_option(app, a->int8);
   add_algo_options(app, a->algo);
   return [a] {
     runtime::SessionOptions opt;
     opt.algo = a->algo.spec();
     opt.threads = a->threads;
     ir::Graph g = load_model_or_default(a->model);
-    apply_passes(g, a->passes);
+    apply_passes(g, a->passes, a->int8);
     runtime::Session session(std::move(g), opt);
     runtime::TensorMap inputs = bind_inputs(a->inputs, session.input_names());
     std::vector<double> ms;

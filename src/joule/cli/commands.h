@@ -17,5 +17,7 @@ Action add_eval(CLI::App& app);
 Action add_data(CLI::App& app);
 Action add_quantize(CLI::App& app);
 Action add_sensitivity(CLI::App& app);
+Action add_automp(CLI::App& app);
+Action add_compare(CLI::App& app);
 
 }  // namespace joule::cli

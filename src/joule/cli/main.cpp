@@ -26,6 +26,10 @@ int main(int argc, char** argv) {
       joule::cli::add_quantize);
   add("sensitivity", "Per-layer quantization damage (SQNR, cosine, MSE), cumulative or isolated; CSV/JSON/SVG",
       joule::cli::add_sensitivity);
+  add("automp", "Mixed precision: move the most sensitive layers up a precision ladder until accuracy holds",
+      joule::cli::add_automp);
+  add("compare", "Accuracy, latency, energy and size: FP32 against each quantization config, side by side",
+      joule::cli::add_compare);
   add("data", "Dataset tools: convert a JPEG class folder to LMDB", joule::cli::add_data);
   add("graph", "Draw the model graph (.svg/.png/.pdf through Graphviz dot, .dot text, .txt listing)", joule::cli::add_graph);
   try {

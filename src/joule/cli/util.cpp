@@ -112,11 +112,24 @@ std::string safe_filename(const std::string& s) {
   return r;
 }
 
-nlohmann::json apply_passes(ir::Graph& g, const std::string& spec) {
+nlohmann::json apply_passes(ir::Graph& g, const std::string& spec, const std::string& int8) {
   std::vector<std::string> names = passes::parse_pipeline(spec);
+  if (int8 == "real") names.push_back("lower_int8");
   passes::PassOptions opt;
   if (const char* v = std::getenv("JOULE_VERIFY_PASSES")) opt.verify = std::string(v) == "1";
   return passes::run_pipeline(g, names, opt);
+}
+
+void add_int8_option(CLI::App& app, std::string& mode) {
+  app.add_option("--int8", mode,
+                 "quantized (QDQ) models: real (integer kernels where the pattern allows) or simulated (float QDQ)")
+      ->check(CLI::IsMember({"real", "simulated"}))
+      ->capture_default_str();
+}
+
+std::string int8_note(const std::string& mode) {
+  return mode == "real" ? "int8 real: QDQ patterns on integer kernels (lower_int8), the rest in float"
+                        : "int8 simulated: the float engine runs the QDQ graph";
 }
 
 kernels::AlgoSpec AlgoFlags::spec() const {

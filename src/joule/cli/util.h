@@ -28,7 +28,14 @@ std::string safe_filename(const std::string& s);
 // Applies a pass pipeline ("none", "default" or comma-separated pass names) to `g`, before a
 // Session is built. Returns the pipeline report (node counts before/after, per-pass info).
 // JOULE_VERIFY_PASSES=1 verifies the graph after every pass. Unknown names: BadInput.
-nlohmann::json apply_passes(ir::Graph& g, const std::string& spec);
+// `int8 == "real"` appends lower_int8: QDQ patterns (Q/DQ around Conv, Gemm, MatMul) run on
+// integer kernels; "simulated" leaves them to the float engine (exactly the QDQ arithmetic).
+nlohmann::json apply_passes(ir::Graph& g, const std::string& spec, const std::string& int8 = "simulated");
+
+// --int8 real|simulated (default real), on every command that runs a model.
+void add_int8_option(CLI::App& app, std::string& mode);
+// One line on how a QDQ model ran, for reports.
+std::string int8_note(const std::string& mode);
 
 // --algo / --algo-file / --tuning-cache, shared by run, bench, profile and info --plan.
 struct AlgoFlags {

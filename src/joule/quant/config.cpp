@@ -165,7 +165,9 @@ RoleText read_role(const YAML::Node& n, const std::string& source, const std::st
   // Check every field now, so a typo fails at load time even if no node uses this entry.
   TensorSpec probe;
   for (auto& [k, v] : r.fields) apply_field(probe, k, v, where);
-  probe.format.validate(where);
+  // A bias may be int32 (the ONNX scheme: scale = input scale x weight scale, no calibration).
+  const bool int32_bias = what == "bias" && probe.format.kind == FormatKind::Int && probe.format.bits == 32;
+  if (!int32_bias) probe.format.validate(where);
   return r;
 }
 

@@ -438,6 +438,31 @@ void prepare_for_quantization(ir::Graph& g) {
   passes::infer_shapes(g);
 }
 
+double weight_bytes(const ir::Graph& g, const QuantPlan& plan) {
+  std::map<std::string, double> bytes;
+  for (auto& [name, t] : g.initializers) bytes[name] = static_cast<double>(t.nbytes());
+  for (const QuantPoint& p : plan.points) {
+    if (!p.constant) continue;
+    const Format& f = p.spec.format;
+    double bits = 32;
+    switch (f.kind) {
+      case FormatKind::Int:
+      case FormatKind::Fixed: bits = f.bits; break;
+      case FormatKind::Float16:
+      case FormatKind::BFloat16: bits = 16; break;
+      case FormatKind::MiniFloat: bits = 1 + f.exp_bits + f.man_bits; break;
+      case FormatKind::BlockFloat: bits = f.bits + 8.0 / f.block; break;
+      case FormatKind::None: break;
+    }
+    if (p.spec.derived_bias) bits = 32;
+    const Tensor& t = g.initializers.at(p.tensor);
+    bytes[p.tensor] = static_cast<double>(t.numel()) * bits / 8 + 8.0 * static_cast<double>(p.q.scale.size());
+  }
+  double total = 0;
+  for (auto& [n, b] : bytes) total += b;
+  return total;
+}
+
 nlohmann::json plan_json(const ir::Graph& g, const QuantPlan& plan) {
   nlohmann::json nodes = nlohmann::json::array();
   for (const NodeChoice& c : plan.choices) {

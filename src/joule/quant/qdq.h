@@ -68,6 +68,10 @@ ir::Graph insert_qdq(const ir::Graph& g, const QuantPlan& plan);
 // folded) so that the weights quantized are the ones the engine multiplies by.
 void prepare_for_quantization(ir::Graph& g);
 
+// Bytes of the model's weights with the plan's formats (the bits of each quantized weight plus
+// its scales and zero points; every other initializer at its own dtype).
+double weight_bytes(const ir::Graph& g, const QuantPlan& plan);
+
 // A printable per-node table of a plan (for --dry-run and reports).
 std::string describe_plan(const ir::Graph& g, const QuantPlan& plan);
 nlohmann::json plan_json(const ir::Graph& g, const QuantPlan& plan);

@@ -224,6 +224,18 @@ nlohmann::json SensitivityReport::to_json() const {
 }
 
 namespace {
+std::string xml(const std::string& s) {
+  std::string r;
+  for (char c : s) {
+    if (c == '<') r += "&lt;";
+    else if (c == '>') r += "&gt;";
+    else if (c == '&') r += "&amp;";
+    else if (c == '"') r += "&quot;";
+    else r += c;
+  }
+  return r;
+}
+
 double sqnr_of(const LayerSensitivity& L, const std::string& v) {
   auto it = L.metrics.find(v);
   return it == L.metrics.end() ? std::numeric_limits<double>::quiet_NaN() : it->second.sqnr_db;
@@ -298,7 +310,7 @@ std::string SensitivityReport::svg(const std::string& title) const {
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" height=\"{:.0f}\" font-family=\"sans-serif\" "
       "font-size=\"10\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       "<text x=\"{}\" y=\"18\" font-size=\"13\">{} (SQNR dB per layer, graph order; {} samples)</text>\n",
-      width, top + height + 170, left, title, samples);
+      width, top + height + 170, left, xml(title), samples);
   for (double t = 0; t <= hi; t += hi / 5) {
     const double y = top + height - height * t / hi;
     s += fmt::format("<line x1=\"{}\" x2=\"{:.0f}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>"
@@ -314,11 +326,11 @@ std::string SensitivityReport::svg(const std::string& title) const {
       s += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{}\" height=\"{:.1f}\" fill=\"{}\"><title>{} {}: {} dB"
                        "</title></rect>\n",
                        x0 + bar * static_cast<double>(k), top + height - height * hv / hi, bar, height * hv / hi,
-                       colors[k % 3], layers[i].node, variants[k], fmt_db(v));
+                       colors[k % 3], xml(layers[i].node), variants[k], fmt_db(v));
     }
     const double xl = x0 + bar * static_cast<double>(nv) / 2;
     s += fmt::format("<text transform=\"translate({:.1f},{:.0f}) rotate(60)\">{}</text>\n", xl, top + height + 6,
-                     layers[i].node.size() > 28 ? layers[i].node.substr(layers[i].node.size() - 28) : layers[i].node);
+                     xml(layers[i].node.size() > 28 ? layers[i].node.substr(layers[i].node.size() - 28) : layers[i].node));
   }
   for (size_t k = 0; k < variants.size(); ++k)
     s += fmt::format("<rect x=\"{:.0f}\" y=\"26\" width=\"10\" height=\"8\" fill=\"{}\"/><text x=\"{:.0f}\" y=\"34\">{}"
