@@ -8,6 +8,8 @@
 
 namespace joule::passes {
 
+PassResult lower_int8(ir::Graph& g, const PassOptions& o);  // passes/lower_int8.cpp
+
 namespace {
 
 // Analysis passes, wrapped to the pass signature.
@@ -38,6 +40,8 @@ const std::vector<PassDef>& all_passes() {
       {"fuse_layer_norm", fuse_layer_norm, "replace decomposed LayerNorm (ReduceMean/Sub/Pow/Sqrt/Div/Mul/Add) by LayerNormalization"},
       {"fuse_gelu", fuse_gelu, "replace the Erf-GELU subgraph by one Gelu node"},
       {"fuse_hard_swish", fuse_hard_swish, "replace x * HardSigmoid(x, 1/6, 0.5) by one HardSwish node"},
+      {"lower_int8", lower_int8,
+       "run QDQ Conv/MatMul/Gemm as integer QConv/QMatMul (oneDNN int8), requantizing between them (not in default)"},
       {"eliminate_dead_code", eliminate_dead_code, "remove nodes whose outputs are unused, and unused initializers"},
       {"infer_shapes", infer_shapes_pass, "analysis: infer every value's type and shape"},
       {"annotate_costs", annotate_costs_pass, "analysis: write shapes and MACs/FLOPs/bytes into node metadata"},

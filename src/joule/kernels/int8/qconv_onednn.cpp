@@ -1,0 +1,205 @@
+// Op class "qconv" (joule QConv), algorithm onednn_int8: oneDNN's int8 convolution (VNNI/AMX
+// JIT kernels). The primitive picks its blocked layouts (format_tag::any); the int8 weights
+// are reordered once here; the codes are reordered from / to NCHW around each run when the
+// primitive wants another layout. Per-channel output scales, the float bias (in accumulator
+// units), the activation and the output zero point are fused (kernels/int8/int8_node.h); the
+// input zero point is a runtime attribute oneDNN applies exactly, padding included.
+#include <omp.h>
+
+#include <cstring>
+#include <dnnl.hpp>
+
+#include "joule/kernels/conv/onednn.h"
+#include "joule/kernels/int8/int8_node.h"
+#include "joule/ops/conv_util.h"
+
+namespace joule::kernels {
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+using dt = memory::data_type;
+
+const dnnl::engine& engine() {
+  static const dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+dt to_dnnl(DType t) { return t == DType::UInt8 ? dt::u8 : t == DType::Int8 ? dt::s8 : dt::f32; }
+
+struct QConvProblem {
+  ConvShape s;
+  Int8Params q;
+  Shape x_shape, y_shape;
+};
+
+std::string read(const NodeView& v, QConvProblem* p) {
+  Shape ws;
+  if (!v.static_shape(0, &p->x_shape) || !v.static_shape(3, &ws) || !v.out_types[0] || !v.out_types[0]->is_static())
+    return "shapes are not static";
+  p->y_shape = v.out_types[0]->static_shape();
+  const Shape& xs = p->x_shape;
+  if (xs.size() != 3 && xs.size() != 4) return "only 1-D and 2-D convolutions";
+  if (std::string r = read_int8_params(v, ws[0], &p->q); !r.empty()) return r;
+  const int nsp = static_cast<int>(xs.size()) - 2;
+  const ops::ConvGeometry g = ops::read_conv_geometry(v.node, nsp, Shape(ws.begin() + 2, ws.end()));
+  const ops::SpatialPlan sp = ops::make_spatial_plan(g, v.node, Shape(xs.begin() + 2, xs.end()));
+  ConvShape& s = p->s;
+  s.n = xs[0];
+  s.c = xs[1];
+  s.m = ws[0];
+  s.group = v.node.attr_int("group", 1);
+  s.h = sp.in[1];
+  s.w = sp.in[2];
+  s.kh = sp.k[1];
+  s.kw = sp.k[2];
+  s.stride_h = sp.s[1];
+  s.stride_w = sp.s[2];
+  s.dil_h = sp.d[1];
+  s.dil_w = sp.d[2];
+  s.pad_top = sp.pb[1];
+  s.pad_bottom = sp.pe[1];
+  s.pad_left = sp.pb[2];
+  s.pad_right = sp.pe[2];
+  s.oh = sp.out[1];
+  s.ow = sp.out[2];
+  if (s.group <= 0 || s.c % s.group || s.m % s.group || ws[1] * s.group != s.c) return "channels do not match groups";
+  if (s.n * s.m * s.oh * s.ow != shape_numel(p->y_shape)) return "output shape does not match the geometry";
+  return "";
+}
+
+int64_t exact_pad_end(int64_t in, int64_t out, int64_t k, int64_t stride, int64_t dil, int64_t pad_begin) {
+  return (out - 1) * stride + (k - 1) * dil + 1 - in - pad_begin;
+}
+
+class OnednnQConv : public Kernel {
+ public:
+  OnednnQConv(const QConvProblem& p, int threads) : p_(p), stream_(engine()) {
+    onednn_set_threads(threads);
+    const ConvShape& s = p.s;
+    const Int8Params& q = p.q;
+    const auto& eng = engine();
+    const memory::dims src_dims = {s.n, s.c, s.h, s.w}, dst_dims = {s.n, s.m, s.oh, s.ow};
+    const bool grouped = s.group > 1;
+    const memory::dims w_dims = grouped ? memory::dims{s.group, s.mg(), s.cg(), s.kh, s.kw}
+                                        : memory::dims{s.m, s.cg(), s.kh, s.kw};
+    const dt src_t = to_dnnl(q.x_type), dst_t = to_dnnl(q.y_type);
+    user_src_md_ = memory::desc(src_dims, src_t, tag::nchw);
+    user_dst_md_ = memory::desc(dst_dims, dst_t, tag::nchw);
+    const bool bias = !q.bias_acc.empty();
+    const memory::desc bias_md = bias ? memory::desc({s.m}, dt::f32, tag::x) : memory::desc();
+    dnnl::convolution_forward::desc d(
+        dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+        memory::desc(src_dims, src_t, tag::any), memory::desc(w_dims, dt::s8, tag::any), bias_md,
+        memory::desc(dst_dims, dst_t, tag::any), {s.stride_h, s.stride_w}, {s.dil_h - 1, s.dil_w - 1},
+        {s.pad_top, s.pad_left}, {exact_pad_end(s.h, s.oh, s.kh, s.stride_h, s.dil_h, s.pad_top),
+                                  exact_pad_end(s.w, s.ow, s.kw, s.stride_w, s.dil_w, s.pad_left)});
+    dnnl::primitive_attr attr;
+    bool per_channel = false;
+    for (float x : q.output_scale) per_channel = per_channel || x != q.output_scale[0];
+    attr.set_output_scales(per_channel ? 1 << 1 : 0,
+                           per_channel ? q.output_scale : std::vector<float>{q.output_scale[0]});
+    if (q.x_zero_point != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+    dnnl::post_ops po;
+    if (q.act == "Relu") po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    if (q.act == "LeakyRelu") po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, q.alpha, 0.f);
+    if (q.act == "Clip") po.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, q.alpha, q.beta);
+    if (q.y_zero_point != 0) po.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, 1.f, q.y_zero_point);
+    attr.set_post_ops(po);
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    pd_ = dnnl::convolution_forward::primitive_desc(d, attr, eng);
+    prim_ = dnnl::convolution_forward(pd_);
+
+    memory user_w({w_dims, dt::s8, grouped ? tag::goihw : tag::oihw}, eng, const_cast<int8_t*>(q.w->data<int8_t>()));
+    weights_ = memory(pd_.weights_desc(), eng);
+    dnnl::reorder(user_w, weights_).execute(stream_, user_w, weights_);
+    stream_.wait();
+    user_src_ = memory(user_src_md_, eng, DNNL_MEMORY_NONE);
+    user_dst_ = memory(user_dst_md_, eng, DNNL_MEMORY_NONE);
+    reorder_src_ = pd_.src_desc() != user_src_md_;
+    reorder_dst_ = pd_.dst_desc() != user_dst_md_;
+    if (reorder_src_) {
+      src_ = memory(pd_.src_desc(), eng);
+      src_reorder_ = dnnl::reorder(user_src_, src_);
+    }
+    if (reorder_dst_) {
+      dst_ = memory(pd_.dst_desc(), eng);
+      dst_reorder_ = dnnl::reorder(dst_, user_dst_);
+    }
+    scratch_ = memory(pd_.scratchpad_desc(), eng);
+    args_ = {{DNNL_ARG_SRC, reorder_src_ ? src_ : user_src_},
+             {DNNL_ARG_WEIGHTS, weights_},
+             {DNNL_ARG_DST, reorder_dst_ ? dst_ : user_dst_},
+             {DNNL_ARG_SCRATCHPAD, scratch_}};
+    if (bias) {
+      bias_ = memory(pd_.bias_desc(), eng);
+      std::memcpy(bias_.get_data_handle(), q.bias_acc.data(), sizeof(float) * q.bias_acc.size());
+      args_[DNNL_ARG_BIAS] = bias_;
+    }
+    if (q.x_zero_point != 0) {
+      zp_ = memory({{1}, dt::s32, tag::x}, eng);
+      *static_cast<int32_t*>(zp_.get_data_handle()) = q.x_zero_point;
+      args_[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC] = zp_;
+    }
+  }
+
+  void run(ops::KernelContext& k) const override {
+    const Tensor& X = k.in(0);
+    if (X.dtype() != p_.q.x_type || X.shape() != p_.x_shape)
+      fail(k.node.where() + ": input " + X.describe() + " differs from the planned " + dtype_name(p_.q.x_type) +
+           shape_str(p_.x_shape));
+    Tensor& Y = k.output(0, p_.q.y_type, p_.y_shape);
+    onednn_set_threads(k.pool->threads());
+    user_src_.set_data_handle(const_cast<void*>(X.raw()));
+    user_dst_.set_data_handle(Y.raw());
+    if (reorder_src_) src_reorder_.execute(stream_, user_src_, src_);
+    prim_.execute(stream_, args_);
+    if (reorder_dst_) dst_reorder_.execute(stream_, dst_, user_dst_);
+    stream_.wait();
+  }
+
+  std::string detail() const override { return pd_.impl_info_str(); }
+
+ private:
+  QConvProblem p_;
+  mutable dnnl::stream stream_;
+  dnnl::convolution_forward::primitive_desc pd_;
+  dnnl::convolution_forward prim_;
+  memory::desc user_src_md_, user_dst_md_;
+  mutable memory user_src_, user_dst_, src_, dst_, weights_, bias_, zp_, scratch_;
+  bool reorder_src_ = false, reorder_dst_ = false;
+  std::unordered_map<int, memory> args_;
+  dnnl::reorder src_reorder_, dst_reorder_;
+};
+
+std::string supports(const NodeView& v) {
+  QConvProblem p;
+  return read(v, &p);
+}
+
+double estimate_ms(const NodeView& v) {
+  QConvProblem p;
+  read(v, &p);
+  // VNNI: ~4x the FP32 FMA rate; activations moved twice (reorders).
+  const double bytes = static_cast<double>(p.s.n) * (p.s.c * p.s.h * p.s.w + p.s.m * p.s.oh * p.s.ow);
+  return 2.0 * p.s.macs() / (600e9 * v.threads) * 1e3 + 2 * bytes / 10e9 * 1e3 + 0.005;
+}
+
+std::unique_ptr<Kernel> prepare(const NodeView& v) {
+  QConvProblem p;
+  if (std::string r = read(v, &p); !r.empty()) fail_internal(v.node.where() + ": " + r);
+  try {
+    return std::make_unique<OnednnQConv>(p, v.threads);
+  } catch (const dnnl::error& e) {
+    fail_unsupported(v.node.where() + ": oneDNN refused the int8 convolution " + p.s.str() + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+extern const Algorithm kQConvOnednnInt8;
+const Algorithm kQConvOnednnInt8{"qconv", "onednn_int8",
+                                 "oneDNN int8 convolution (VNNI/AMX JIT, blocked layouts, fused scales and post-ops)",
+                                 supports, estimate_ms, prepare};
+
+}  // namespace joule::kernels

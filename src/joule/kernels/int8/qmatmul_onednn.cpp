@@ -1,0 +1,142 @@
+// Op class "qmatmul" (joule QMatMul), algorithm onednn_int8: oneDNN's int8 matmul on A's codes
+// viewed as [rows, K] (row-major, no reorder) and the int8 weight [K, N] reordered once into the
+// primitive's layout. Per-column output scales, bias, activation and output zero point fused as
+// for QConv (kernels/int8/int8_node.h); the input zero point is a runtime attribute.
+#include <cstring>
+#include <dnnl.hpp>
+
+#include "joule/kernels/conv/onednn.h"
+#include "joule/kernels/int8/int8_node.h"
+
+namespace joule::kernels {
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+using dt = memory::data_type;
+
+const dnnl::engine& engine() {
+  static const dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+dt to_dnnl(DType t) { return t == DType::UInt8 ? dt::u8 : t == DType::Int8 ? dt::s8 : dt::f32; }
+
+struct QMatMulProblem {
+  Int8Params q;
+  Shape a_shape, y_shape;
+  int64_t M = 0, K = 0, N = 0;
+};
+
+std::string read(const NodeView& v, QMatMulProblem* p) {
+  Shape ws;
+  if (!v.static_shape(0, &p->a_shape) || !v.static_shape(3, &ws) || !v.out_types[0] || !v.out_types[0]->is_static())
+    return "shapes are not static";
+  if (ws.size() != 2 || p->a_shape.empty()) return "B is not 2-D or A is a scalar";
+  p->y_shape = v.out_types[0]->static_shape();
+  p->K = ws[0];
+  p->N = ws[1];
+  if (p->a_shape.back() != p->K) return "inner dimensions differ";
+  p->M = shape_numel(p->a_shape) / std::max<int64_t>(1, p->K);
+  if (p->M * p->N != shape_numel(p->y_shape)) return "output shape does not match";
+  return read_int8_params(v, p->N, &p->q);
+}
+
+class OnednnQMatMul : public Kernel {
+ public:
+  OnednnQMatMul(const QMatMulProblem& p, int threads) : p_(p), stream_(engine()) {
+    onednn_set_threads(threads);
+    const Int8Params& q = p.q;
+    const auto& eng = engine();
+    const bool bias = !q.bias_acc.empty();
+    const memory::desc src_md({p.M, p.K}, to_dnnl(q.x_type), tag::ab);
+    const memory::desc dst_md({p.M, p.N}, to_dnnl(q.y_type), tag::ab);
+    const memory::desc bias_md = bias ? memory::desc({1, p.N}, dt::f32, tag::ab) : memory::desc();
+    dnnl::matmul::desc d(src_md, memory::desc({p.K, p.N}, dt::s8, tag::any), bias_md, dst_md);
+    dnnl::primitive_attr attr;
+    bool per_channel = false;
+    for (float x : q.output_scale) per_channel = per_channel || x != q.output_scale[0];
+    attr.set_output_scales(per_channel ? 1 << 1 : 0,
+                           per_channel ? q.output_scale : std::vector<float>{q.output_scale[0]});
+    if (q.x_zero_point != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+    dnnl::post_ops po;
+    if (q.act == "Relu") po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    if (q.act == "LeakyRelu") po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, q.alpha, 0.f);
+    if (q.act == "Clip") po.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, q.alpha, q.beta);
+    if (q.y_zero_point != 0) po.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, 1.f, q.y_zero_point);
+    attr.set_post_ops(po);
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    pd_ = dnnl::matmul::primitive_desc(d, attr, eng);
+    prim_ = dnnl::matmul(pd_);
+    memory user_w({{p.K, p.N}, dt::s8, tag::ab}, eng, const_cast<int8_t*>(q.w->data<int8_t>()));
+    weights_ = memory(pd_.weights_desc(), eng);
+    dnnl::reorder(user_w, weights_).execute(stream_, user_w, weights_);
+    stream_.wait();
+    src_ = memory(src_md, eng, DNNL_MEMORY_NONE);
+    dst_ = memory(dst_md, eng, DNNL_MEMORY_NONE);
+    scratch_ = memory(pd_.scratchpad_desc(), eng);
+    args_ = {{DNNL_ARG_SRC, src_}, {DNNL_ARG_WEIGHTS, weights_}, {DNNL_ARG_DST, dst_}, {DNNL_ARG_SCRATCHPAD, scratch_}};
+    if (bias) {
+      bias_ = memory(bias_md, eng);
+      std::memcpy(bias_.get_data_handle(), q.bias_acc.data(), sizeof(float) * q.bias_acc.size());
+      args_[DNNL_ARG_BIAS] = bias_;
+    }
+    if (q.x_zero_point != 0) {
+      zp_ = memory({{1}, dt::s32, tag::x}, eng);
+      *static_cast<int32_t*>(zp_.get_data_handle()) = q.x_zero_point;
+      args_[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC] = zp_;
+    }
+  }
+
+  void run(ops::KernelContext& k) const override {
+    const Tensor& A = k.in(0);
+    if (A.dtype() != p_.q.x_type || A.shape() != p_.a_shape)
+      fail(k.node.where() + ": input " + A.describe() + " differs from the planned " + dtype_name(p_.q.x_type) +
+           shape_str(p_.a_shape));
+    Tensor& Y = k.output(0, p_.q.y_type, p_.y_shape);
+    onednn_set_threads(k.pool->threads());
+    src_.set_data_handle(const_cast<void*>(A.raw()));
+    dst_.set_data_handle(Y.raw());
+    prim_.execute(stream_, args_);
+    stream_.wait();
+  }
+
+  std::string detail() const override { return pd_.impl_info_str(); }
+
+ private:
+  QMatMulProblem p_;
+  mutable dnnl::stream stream_;
+  dnnl::matmul::primitive_desc pd_;
+  dnnl::matmul prim_;
+  mutable memory src_, dst_, weights_, bias_, zp_, scratch_;
+  std::unordered_map<int, memory> args_;
+};
+
+std::string supports(const NodeView& v) {
+  QMatMulProblem p;
+  return read(v, &p);
+}
+
+double estimate_ms(const NodeView& v) {
+  QMatMulProblem p;
+  read(v, &p);
+  return 2.0 * static_cast<double>(p.M) * p.N * p.K / (400e9 * v.threads) * 1e3 + 0.003;
+}
+
+std::unique_ptr<Kernel> prepare(const NodeView& v) {
+  QMatMulProblem p;
+  if (std::string r = read(v, &p); !r.empty()) fail_internal(v.node.where() + ": " + r);
+  try {
+    return std::make_unique<OnednnQMatMul>(p, v.threads);
+  } catch (const dnnl::error& e) {
+    fail_unsupported(v.node.where() + ": oneDNN refused the int8 matmul: " + std::string(e.what()));
+  }
+}
+
+}  // namespace
+
+extern const Algorithm kQMatMulOnednnInt8;
+const Algorithm kQMatMulOnednnInt8{"qmatmul", "onednn_int8", "oneDNN int8 matmul (VNNI/AMX JIT, fused scales and post-ops)",
+                                   supports, estimate_ms, prepare};
+
+}  // namespace joule::kernels

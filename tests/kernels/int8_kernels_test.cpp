@@ -1,0 +1,158 @@
+// The oneDNN int8 algorithms of joule's QConv and QMatMul against their reference kernels on
+// random shapes: groups, depthwise, strides, pads, dilations, batch 2, uint8/int8 inputs with
+// zero points, per-tensor and per-channel weight scales, float / uint8 / int8 outputs with
+// Relu / Clip. Requantized outputs may differ by one code (float rounding order at ties), float
+// outputs by float rounding. The implementation oneDNN picks must be a JIT one, not `ref`.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <random>
+
+#include "graph_builder.h"
+#include "kernel_test_util.h"
+
+using namespace joule;
+using joule::testing::GraphBuilder;
+
+namespace {
+
+Tensor codes(DType t, const Shape& s, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> d(t == DType::UInt8 ? 0 : -128, t == DType::UInt8 ? 255 : 127);
+  Tensor r(t, s);
+  for (int64_t i = 0; i < r.numel(); ++i) {
+    if (t == DType::UInt8) r.data<uint8_t>()[i] = static_cast<uint8_t>(d(rng));
+    else r.data<int8_t>()[i] = static_cast<int8_t>(d(rng));
+  }
+  return r;
+}
+
+Tensor zero_point(DType t, int v) {
+  return t == DType::UInt8 ? Tensor::scalar<uint8_t>(static_cast<uint8_t>(v)) : Tensor::scalar<int8_t>(static_cast<int8_t>(v));
+}
+
+struct Case {
+  DType x_type;
+  int x_zp;
+  bool per_channel;
+  DType y_type;  // Float32: float output
+  std::string act;
+};
+
+const Case kCases[] = {{DType::UInt8, 128, true, DType::UInt8, "Relu"}, {DType::UInt8, 37, false, DType::Float32, ""},
+                       {DType::Int8, -3, true, DType::Int8, "Clip"},    {DType::Int8, 0, true, DType::Float32, "Relu"},
+                       {DType::UInt8, 0, true, DType::Int8, ""},        {DType::UInt8, 250, true, DType::UInt8, "Clip"}};
+
+// Adds the quantization parameters (inputs 1..8) and the node; returns the builder.
+void add_params(GraphBuilder& b, const Case& c, const Tensor& w, int64_t channels, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(0.5f, 1.5f);
+  std::vector<float> ws(static_cast<size_t>(c.per_channel ? channels : 1)), bias(static_cast<size_t>(channels));
+  for (auto& s : ws) s = 0.002f * u(rng);
+  for (auto& v : bias) v = u(rng) - 1.f;
+  b.init("xs", Tensor::scalar<float>(0.03f))
+      .init("xzp", zero_point(c.x_type, c.x_zp))
+      .init("w", w)
+      .init("ws", c.per_channel ? Tensor::from_vector(ws, {channels}) : Tensor::scalar<float>(ws[0]))
+      .init("bias", Tensor::from_vector(bias, {channels}))
+      .init("ys", Tensor::scalar<float>(0.05f))
+      .init("yzp", zero_point(c.y_type == DType::Float32 ? DType::UInt8 : c.y_type, c.y_type == DType::Int8 ? -4 : 9));
+}
+
+std::map<std::string, ir::Attribute> act_attrs(const std::string& act) {
+  std::map<std::string, ir::Attribute> a;
+  a["activation"] = act;
+  a["activation_params"] = act == "Clip" ? std::vector<float>{-0.5f, 3.f} : std::vector<float>{};
+  return a;
+}
+
+void compare(const ir::Graph& g, const runtime::TensorMap& in, const std::string& cls, const Case& c) {
+  runtime::SessionOptions o;
+  o.algo.add(cls + "=onednn_int8");
+  runtime::Session fast(g, o);
+  std::string algo, detail;
+  for (size_t i = 0; i < fast.num_steps(); ++i)
+    if (fast.step_node(i).name == "q") {
+      algo = fast.step_node(i).meta["software"].value("algorithm", "");
+      detail = fast.step_node(i).meta["software"].value("algorithm_detail", "");
+    }
+  ASSERT_EQ(algo, "onednn_int8");
+  EXPECT_EQ(detail.find("ref"), std::string::npos) << detail;
+  std::printf("[impl] %s\n", detail.c_str());
+  runtime::SessionOptions r;
+  r.algo.add("reference");
+  const Tensor want = runtime::Session(g, r).run(in).at("y");
+  const Tensor got = fast.run(in).at("y");
+  ASSERT_EQ(got.dtype(), want.dtype());
+  ASSERT_EQ(got.shape(), want.shape());
+  if (c.y_type == DType::Float32) {
+    EXPECT_LT(joule::testing::rel_error(got, want), 1e-5) << detail;
+    return;
+  }
+  int64_t off = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    const int64_t a = got.value_as_int(i), b = want.value_as_int(i);
+    ASSERT_LE(std::abs(a - b), 1) << i << " " << detail;
+    off += a != b;
+  }
+  EXPECT_LE(off, want.numel() / 50 + 1) << detail;
+}
+
+struct ConvGeo {
+  int64_t n, c, h, w, m, k, stride, pad, dil, group;
+};
+
+const ConvGeo kConvGeos[] = {{1, 16, 14, 14, 32, 3, 1, 1, 1, 1}, {2, 8, 9, 11, 16, 3, 2, 1, 1, 1},
+                             {1, 32, 10, 10, 32, 3, 1, 1, 1, 32}, {1, 24, 9, 9, 24, 3, 2, 1, 1, 24},
+                             {2, 16, 8, 8, 32, 3, 1, 2, 2, 4},   {1, 64, 7, 7, 16, 1, 1, 0, 1, 1},
+                             {1, 3, 16, 16, 8, 5, 2, 2, 1, 1},   {1, 12, 6, 6, 6, 1, 1, 1, 1, 1}};
+
+}  // namespace
+
+TEST(Int8Kernels, QConvOnednnMatchesReference) {
+  uint32_t seed = 1;
+  for (const ConvGeo& geo : kConvGeos)
+    for (const Case& c : kCases) {
+      SCOPED_TRACE(::testing::Message() << "c" << geo.c << " m" << geo.m << " k" << geo.k << " s" << geo.stride << " p"
+                                        << geo.pad << " d" << geo.dil << " g" << geo.group << " x" << dtype_name(c.x_type)
+                                        << " zp" << c.x_zp << " y" << dtype_name(c.y_type) << " " << c.act);
+      GraphBuilder b;
+      b.input("x", c.x_type, {geo.n, geo.c, geo.h, geo.w});
+      add_params(b, c, codes(DType::Int8, {geo.m, geo.c / geo.group, geo.k, geo.k}, seed), geo.m, seed + 1);
+      seed += 2;
+      auto attrs = act_attrs(c.act);
+      attrs["kernel_shape"] = std::vector<int64_t>{geo.k, geo.k};
+      attrs["strides"] = std::vector<int64_t>{geo.stride, geo.stride};
+      attrs["pads"] = std::vector<int64_t>{geo.pad, geo.pad, geo.pad, geo.pad};
+      attrs["dilations"] = std::vector<int64_t>{geo.dil, geo.dil};
+      attrs["group"] = geo.group;
+      std::vector<std::string> ins = {"x", "xs", "xzp", "w", "ws", "", "bias"};
+      if (c.y_type != DType::Float32) ins.insert(ins.end(), {"ys", "yzp"});
+      b.node("QConv", ins, {"y"}, attrs, "q").output("y");
+      ir::Graph g = b.build();
+      g.nodes.back()->domain = "joule";
+      g.opsets["joule"] = 1;
+      compare(g, {{"x", codes(c.x_type, {geo.n, geo.c, geo.h, geo.w}, seed++)}}, "qconv", c);
+    }
+}
+
+TEST(Int8Kernels, QMatMulOnednnMatchesReference) {
+  uint32_t seed = 100;
+  const std::vector<std::pair<Shape, int64_t>> shapes = {{{2, 3, 64}, 10}, {{1, 512}, 10}, {{7, 33}, 17}, {{4, 16, 128}, 64}};
+  for (auto& [as, N] : shapes)
+    for (const Case& c : kCases) {
+      SCOPED_TRACE(::testing::Message() << shape_str(as) << " N" << N << " x" << dtype_name(c.x_type) << " zp" << c.x_zp
+                                        << " y" << dtype_name(c.y_type) << " " << c.act);
+      GraphBuilder b;
+      b.input("x", c.x_type, as);
+      add_params(b, c, codes(DType::Int8, {as.back(), N}, seed), N, seed + 1);
+      seed += 2;
+      std::vector<std::string> ins = {"x", "xs", "xzp", "w", "ws", "", "bias"};
+      if (c.y_type != DType::Float32) ins.insert(ins.end(), {"ys", "yzp"});
+      b.node("QMatMul", ins, {"y"}, act_attrs(c.act), "q").output("y");
+      ir::Graph g = b.build();
+      g.nodes.back()->domain = "joule";
+      g.opsets["joule"] = 1;
+      compare(g, {{"x", codes(c.x_type, as, seed++)}}, "qmatmul", c);
+    }
+}

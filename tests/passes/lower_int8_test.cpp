@@ -1,0 +1,210 @@
+// lower_int8: QDQ simulation graphs (made here through the quant library) lowered to integer
+// QConv / QMatMul nodes. The lowered graph must compute what the simulation computes: codes
+// within one quantization step per element, float outputs within a small tolerance; on the
+// bundled Fashion-MNIST model the same top-1 on >= 95 % of 64 test images.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "graph_builder.h"
+#include "joule/data/dataset.h"
+#include "joule/onnx/model_io.h"
+#include "joule/passes/pass.h"
+#include "joule/quant/qdq.h"
+
+using namespace joule;
+using joule::testing::GraphBuilder;
+
+namespace {
+
+Tensor random_tensor(Shape s, uint32_t seed, float lo = -1, float hi = 1) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  Tensor t(DType::Float32, std::move(s));
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
+  return t;
+}
+
+// Every value both graphs compute under the same name, from one run each.
+struct Grab : runtime::Observer {
+  std::map<std::string, Tensor> values;
+  void after_node(size_t, const ir::Node& n, const std::vector<const Tensor*>&, const std::vector<Tensor>& o) override {
+    for (size_t i = 0; i < o.size() && i < n.outputs.size(); ++i) values[n.outputs[i]] = o[i].clone();
+  }
+};
+
+ir::Graph quantized(ir::Graph g, const std::string& yaml, const std::vector<runtime::TensorMap>& calib) {
+  quant::prepare_for_quantization(g);
+  quant::QuantPlan plan = quant::plan_quantization(g, quant::resolve(g, quant::QuantConfig::parse(yaml, "q.yaml")));
+  size_t k = 0;
+  quant::calibrate(g, plan, [&](runtime::TensorMap& in) { return k < calib.size() ? (in = calib[k++], true) : false; }, {});
+  return quant::insert_qdq(g, plan);
+}
+
+int count(const ir::Graph& g, const std::string& op) {
+  int n = 0;
+  for (auto& node : g.nodes) n += node->op_type == op;
+  return n;
+}
+
+// x[2,3,12,12] -> Conv 3x3 -> Relu -> MaxPool -> depthwise Conv s2 -> Clip -> Conv 1x1 (+ residual
+// of the depthwise output) -> Relu -> Flatten -> Gemm(transB) -> MatMul
+ir::Graph small_net() {
+  GraphBuilder b;
+  b.input("x", DType::Float32, {2, 3, 12, 12})
+      .init("w1", random_tensor({8, 3, 3, 3}, 1, -0.5f, 0.5f))
+      .init("b1", random_tensor({8}, 2))
+      .init("w2", random_tensor({8, 1, 3, 3}, 3, -0.5f, 0.5f))
+      .init("w3", random_tensor({8, 8, 1, 1}, 4, -0.5f, 0.5f))
+      .init("b3", random_tensor({8}, 5))
+      .init("lo", Tensor::scalar<float>(0.f))
+      .init("hi", Tensor::scalar<float>(6.f))
+      .init("wf", random_tensor({10, 72}, 6, -0.2f, 0.2f))
+      .init("bf", random_tensor({10}, 7))
+      .init("wm", random_tensor({10, 4}, 8))
+      .node("Conv", {"x", "w1", "b1"}, {"c1"}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}})
+      .node("Relu", {"c1"}, {"r1"})
+      .node("MaxPool", {"r1"}, {"p1"}, {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}})
+      .node("Conv", {"p1", "w2"}, {"c2"},
+            {{"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"group", int64_t{8}}, {"strides", std::vector<int64_t>{2, 2}}})
+      .node("Clip", {"c2", "lo", "hi"}, {"r2"})
+      .node("Conv", {"r2", "w3", "b3"}, {"c3"})
+      .node("Add", {"c3", "r2"}, {"s3"})
+      .node("Relu", {"s3"}, {"r3"})
+      .node("Flatten", {"r3"}, {"f"})
+      .node("Gemm", {"f", "wf", "bf"}, {"g"}, {{"transB", int64_t{1}}})
+      .node("MatMul", {"g", "wm"}, {"y"})
+      .output("y");
+  return b.build();
+}
+
+std::vector<runtime::TensorMap> random_inputs(int n, uint32_t seed) {
+  std::vector<runtime::TensorMap> r;
+  for (int i = 0; i < n; ++i) r.push_back({{"x", random_tensor({2, 3, 12, 12}, seed + static_cast<uint32_t>(i))}});
+  return r;
+}
+
+// Runs `sim` and `low` on the inputs; every code tensor of the same name within one step, the
+// final float output within `tol` (absolute).
+void expect_agree(const ir::Graph& sim, const ir::Graph& low, const std::vector<runtime::TensorMap>& inputs, double tol) {
+  runtime::Session ss(sim), sl(low);
+  Grab gs, gl;
+  ss.add_observer(&gs);
+  sl.add_observer(&gl);
+  int compared = 0;
+  for (auto& in : inputs) {
+    gs.values.clear();
+    gl.values.clear();
+    const Tensor ys = ss.run(in).at("y"), yl = sl.run(in).at("y");
+    for (auto& [name, t] : gl.values) {
+      auto it = gs.values.find(name);
+      if (it == gs.values.end() || it->second.dtype() != t.dtype() || (t.dtype() != DType::UInt8 && t.dtype() != DType::Int8))
+        continue;
+      ASSERT_EQ(it->second.shape(), t.shape()) << name;
+      ++compared;
+      for (int64_t i = 0; i < t.numel(); ++i)
+        ASSERT_LE(std::abs(t.value_as_int(i) - it->second.value_as_int(i)), 1) << name << " element " << i;
+    }
+    ASSERT_EQ(ys.shape(), yl.shape());
+    for (int64_t i = 0; i < ys.numel(); ++i) EXPECT_NEAR(ys.data<float>()[i], yl.data<float>()[i], tol) << i;
+  }
+  EXPECT_GT(compared, 0);
+}
+
+const char* kW8A8 = R"(
+ops: [Conv, Gemm, MatMul]
+default:
+  weight: {format: int, bits: 8, symmetric: true, granularity: per_channel, calibrator: minmax}
+  input:  {format: int, bits: 8, symmetric: false, granularity: per_tensor, calibrator: minmax}
+)";
+
+const char* kS8DerivedBias = R"(
+ops: [Conv, Gemm, MatMul]
+default:
+  weight: {format: int, bits: 8, symmetric: true, granularity: per_tensor, calibrator: minmax}
+  input:  {format: int, bits: 8, symmetric: true, granularity: per_tensor, calibrator: minmax}
+  bias:   {format: int, bits: 32}
+)";
+
+}  // namespace
+
+TEST(LowerInt8, SmallNetUint8PerChannel) {
+  const ir::Graph sim = quantized(small_net(), kW8A8, random_inputs(4, 10));
+  for (bool then_default : {false, true}) {
+    SCOPED_TRACE(then_default ? "lower_int8,default (--int8 real)" : "lower_int8");
+    ir::Graph low = sim;
+    std::vector<std::string> passes{"lower_int8"};
+    if (then_default)
+      for (const std::string& p : passes::default_pipeline()) passes.push_back(p);
+    const auto report = passes::run_pipeline(low, passes);
+    EXPECT_EQ(count(low, "QConv"), 3);
+    EXPECT_EQ(count(low, "QMatMul"), 2);
+    EXPECT_EQ(count(low, "Conv") + count(low, "FusedConv") + count(low, "Gemm") + count(low, "MatMul"), 0);
+    // Conv1 -> Relu -> (Q moved above MaxPool) requantizes; the depthwise conv + Clip feeds
+    // a quantized conv and the residual Add, so it keeps a float output.
+    const auto& info = report["passes"].front()["info"];
+    EXPECT_GE(info["requantized"].get<int>(), 1);
+    EXPECT_EQ(info["quantize_moved"].get<int>(), 2);  // above MaxPool and Flatten
+    EXPECT_EQ(count(low, "DequantizeLinear"), 0);
+    expect_agree(sim, low, random_inputs(3, 50), 0.05);
+  }
+}
+
+TEST(LowerInt8, SmallNetInt8WithInt32Bias) {
+  const ir::Graph sim = quantized(small_net(), kS8DerivedBias, random_inputs(4, 20));
+  ir::Graph low = sim;
+  passes::run_pipeline(low, {"lower_int8"});
+  EXPECT_EQ(count(low, "QConv"), 3);
+  EXPECT_EQ(count(low, "QMatMul"), 2);
+  expect_agree(sim, low, random_inputs(3, 60), 0.05);
+}
+
+TEST(LowerInt8, LeavesFloatAndNonQdqGraphsAlone) {
+  ir::Graph g = small_net();
+  ir::Graph before = g;
+  const auto report = passes::run_pipeline(g, {"lower_int8"});
+  EXPECT_FALSE(report["passes"][0]["changed"].get<bool>());
+  EXPECT_EQ(g.nodes.size(), before.nodes.size());
+}
+
+TEST(LowerInt8, BundledModelTop1MatchesSimulation) {
+  const std::string dir = std::string(JOULE_SOURCE_DIR) + "/models/";
+  data::Preprocess pp;
+  pp.sample_shape = {1, 28, 28};
+  pp.mean = {0.286f};
+  pp.std = {0.353f};
+  auto ds = data::open_dataset("/usr/share/datasets/fashion-mnist:test", pp);
+  ir::Graph fp32 = onnx::load_model(dir + "fashion_cnn.onnx");
+  const std::string in_name = fp32.inputs.at(0), out_name = fp32.outputs.at(0);
+  auto sample = [&](size_t i) { return runtime::TensorMap{{in_name, ds->get(i).input.reshaped({1, 1, 28, 28})}}; };
+  std::vector<runtime::TensorMap> calib;
+  for (size_t i = 0; i < 8; ++i) calib.push_back(sample(1000 + i));
+  ir::Graph sim = quantized(fp32, R"(
+default:
+  weight: {format: int, bits: 8, symmetric: true, granularity: per_channel, calibrator: minmax}
+  input:  {format: int, bits: 8, symmetric: false, granularity: per_tensor, calibrator: percentile, percentile: 99.99}
+)", calib);
+  ir::Graph low = sim;
+  passes::run_pipeline(low, {"lower_int8"});
+  passes::run_pipeline(low, passes::default_pipeline());
+  passes::run_pipeline(sim, passes::default_pipeline());
+  EXPECT_GT(count(low, "QConv"), 0);
+  runtime::Session ss(sim), sl(low);
+  int same = 0;
+  double max_diff = 0, max_logit = 0;
+  for (size_t i = 0; i < 64; ++i) {
+    const auto in = sample(i);
+    const Tensor a = ss.run(in).at(out_name), b = sl.run(in).at(out_name);
+    int64_t ta = 0, tb = 0;
+    for (int64_t c = 0; c < a.numel(); ++c) {
+      if (a.data<float>()[c] > a.data<float>()[ta]) ta = c;
+      if (b.data<float>()[c] > b.data<float>()[tb]) tb = c;
+      max_diff = std::max(max_diff, static_cast<double>(std::abs(a.data<float>()[c] - b.data<float>()[c])));
+      max_logit = std::max(max_logit, static_cast<double>(std::abs(a.data<float>()[c])));
+    }
+    same += ta == tb;
+  }
+  EXPECT_GE(same, 61) << "top-1 agreement of the lowered graph with the simulation, of 64";
+  EXPECT_LE(max_diff, 0.05 * max_logit) << "largest logit difference";
+}
