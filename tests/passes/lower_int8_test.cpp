@@ -208,3 +208,35 @@ default:
   EXPECT_GE(same, 61) << "top-1 agreement of the lowered graph with the simulation, of 64";
   EXPECT_LE(max_diff, 0.05 * max_logit) << "largest logit difference";
 }
+
+// int8_channels_last: every QConv runs N,H,W,C; the transposes left are the edges of the
+// integer region (the input, around MaxPool, before Flatten), and nothing computes differently.
+TEST(Int8ChannelsLast, KeepsActivationsNhwcBetweenIntegerConvs) {
+  const ir::Graph sim = quantized(small_net(), kW8A8, random_inputs(4, 10));
+  ir::Graph low = sim;
+  passes::run_pipeline(low, {"lower_int8"});
+  ir::Graph nhwc = low;
+  const auto report = passes::run_pipeline(nhwc, {"int8_channels_last"});
+  const auto& info = report["passes"][0]["info"];
+  EXPECT_EQ(info["qconv_channels_last"].get<int>(), 3);
+  int channels_last = 0;
+  for (auto& n : nhwc.nodes) channels_last += n->op_type == "QConv" && n->attr_int("channels_last", 0) == 1;
+  EXPECT_EQ(channels_last, 3);
+  // The input, both sides of MaxPool, and back to N,C,H,W before Flatten; Clip, the residual
+  // Add, Relu and QuantizeLinear run on N,H,W,C tensors.
+  EXPECT_EQ(count(nhwc, "Transpose"), 4);
+  runtime::Session sl(low), sn(nhwc);
+  for (auto& in : random_inputs(3, 70)) {
+    const Tensor a = sl.run(in).at("y"), b = sn.run(in).at("y");
+    ASSERT_EQ(a.shape(), b.shape());
+    for (int64_t i = 0; i < a.numel(); ++i) EXPECT_NEAR(a.data<float>()[i], b.data<float>()[i], 1e-5) << i;
+  }
+  // The reference kernels (no oneDNN) agree too.
+  runtime::SessionOptions ref;
+  ref.algo.add("reference");
+  runtime::Session sr(nhwc, ref);
+  for (auto& in : random_inputs(2, 80)) {
+    const Tensor a = sl.run(in).at("y"), b = sr.run(in).at("y");
+    for (int64_t i = 0; i < a.numel(); ++i) EXPECT_NEAR(a.data<float>()[i], b.data<float>()[i], 1e-5) << i;
+  }
+}

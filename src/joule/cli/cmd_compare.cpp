@@ -86,7 +86,7 @@ Action add_compare(CLI::App& app) {
     const runtime::TensorMap probe = load_samples(eval_set ? *eval_set : *calib_set, p.graph.inputs[0], 1).inputs.at(0);
 
     std::vector<std::string> pipeline = passes::default_pipeline();
-    if (q.int8 == "real") pipeline.insert(pipeline.begin(), "lower_int8");
+    if (q.int8 == "real") pipeline = passes::int8_pipeline(pipeline);
     profile::ProfileOptions po;
     po.threads = q.threads;
     po.runs = a->runs;

@@ -80,7 +80,7 @@ Action add_profile(CLI::App& app) {
     if (!a->powercap_root.empty()) opt.meter.powercap_root = a->powercap_root;
     opt.layer_energy = !a->no_layer_energy;
     opt.passes = passes::parse_pipeline(a->passes);
-    if (a->int8 == "real") opt.passes.insert(opt.passes.begin(), "lower_int8");
+    if (a->int8 == "real") opt.passes = passes::int8_pipeline(opt.passes);
     opt.algo = a->algo.spec();
     profile::SweepSpec spec;
     spec.batches = a->batches;

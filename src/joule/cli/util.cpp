@@ -114,7 +114,7 @@ std::string safe_filename(const std::string& s) {
 
 nlohmann::json apply_passes(ir::Graph& g, const std::string& spec, const std::string& int8) {
   std::vector<std::string> names = passes::parse_pipeline(spec);
-  if (int8 == "real") names.insert(names.begin(), "lower_int8");  // before fold_constants folds the weights' DQ
+  if (int8 == "real") names = passes::int8_pipeline(names);
   passes::PassOptions opt;
   if (const char* v = std::getenv("JOULE_VERIFY_PASSES")) opt.verify = std::string(v) == "1";
   return passes::run_pipeline(g, names, opt);

@@ -28,8 +28,8 @@ std::string safe_filename(const std::string& s);
 // Applies a pass pipeline ("none", "default" or comma-separated pass names) to `g`, before a
 // Session is built. Returns the pipeline report (node counts before/after, per-pass info).
 // JOULE_VERIFY_PASSES=1 verifies the graph after every pass. Unknown names: BadInput.
-// `int8 == "real"` runs lower_int8 first: QDQ patterns (Q/DQ around Conv, Gemm, MatMul) run on
-// integer kernels; "simulated" leaves them to the float engine (exactly the QDQ arithmetic).
+// `int8 == "real"` runs passes::int8_pipeline: QDQ patterns (Q/DQ around Conv, Gemm, MatMul)
+// run on integer kernels, in N,H,W,C between them; "simulated" leaves them to the float engine (exactly the QDQ arithmetic).
 nlohmann::json apply_passes(ir::Graph& g, const std::string& spec, const std::string& int8 = "simulated");
 
 // --int8 real|simulated (default real), on every command that runs a model.

@@ -63,17 +63,19 @@ void max_pool(const Tensor& X, Tensor& Y, Tensor* I, const SpatialPlan& p, bool 
       });
 }
 
-// The common case (float32, 1-D/2-D, no Indices output) without the per-window callback of
-// the general path: per plane, per output row, the valid kernel rows and columns are clipped
-// to the input once, so the inner loop is a plain max over contiguous (or strided) values.
-void max_pool_2d_f32(const Tensor& X, Tensor& Y, const SpatialPlan& p, ThreadPool* pool) {
-  const float* x = X.data<float>();
-  float* y = Y.data<float>();
+// The common case (float32, or the uint8/int8 codes of a quantized model; 1-D/2-D, no Indices
+// output) without the per-window callback of the general path: per plane, per output row, the
+// valid kernel rows and columns are clipped to the input once, so the inner loop is a plain max
+// over contiguous (or strided) values.
+template <class T>
+void max_pool_2d(const Tensor& X, Tensor& Y, const SpatialPlan& p, ThreadPool* pool) {
+  const T* x = X.data<T>();
+  T* y = Y.data<T>();
   const int64_t ih = p.in[1], iw = p.in[2], oh = p.out[1], ow = p.out[2];
   auto body = [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
-      const float* xp = x + t * ih * iw;
-      float* yp = y + t * oh * ow;
+      const T* xp = x + t * ih * iw;
+      T* yp = y + t * oh * ow;
       for (int64_t i = 0; i < oh; ++i) {
         const int64_t h0 = i * p.s[1] - p.pb[1];
         // kernel rows a with 0 <= h0 + a*d < ih
@@ -83,15 +85,17 @@ void max_pool_2d_f32(const Tensor& X, Tensor& Y, const SpatialPlan& p, ThreadPoo
           const int64_t w0 = j * p.s[2] - p.pb[2];
           const int64_t b0 = w0 >= 0 ? 0 : (-w0 + p.d[2] - 1) / p.d[2];
           const int64_t b1 = std::min<int64_t>(p.k[2], w0 >= iw ? 0 : (iw - 1 - w0) / p.d[2] + 1);
-          float best = -std::numeric_limits<float>::infinity();
+          // (No valid cell: -inf for float, the lowest code for integers.)
+          T best = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
+                                                        : std::numeric_limits<T>::lowest();
           if (a0 < a1 && b0 < b1) {
             // The first valid cell starts the max (so a NaN there wins, as in the general
             // path); the rest is a branch-free max.
             best = xp[(h0 + a0 * p.d[1]) * iw + w0 + b0 * p.d[2]];
             for (int64_t a = a0; a < a1; ++a) {
-              const float* row = xp + (h0 + a * p.d[1]) * iw + w0;
+              const T* row = xp + (h0 + a * p.d[1]) * iw + w0;
               for (int64_t b = b0; b < b1; ++b) {
-                const float v = row[b * p.d[2]];
+                const T v = row[b * p.d[2]];
                 best = v > best ? v : best;
               }
             }
@@ -116,10 +120,16 @@ void run(KernelContext& c) {
   Tensor I;
   if (want_idx) I = Tensor(DType::Int64, ys);
   const bool col = c.node.attr_int("storage_order", 0) == 1;
-  if (X.dtype() == DType::Float32 && !want_idx && X.rank() <= 4 && p.k[0] == 1 && p.in[0] == 1) {
-    max_pool_2d_f32(X, Y, p, c.pool);
-    c.outputs[0] = Y;
-    return;
+  if (!want_idx && X.rank() <= 4 && p.k[0] == 1 && p.in[0] == 1) {
+    bool done = true;
+    if (X.dtype() == DType::Float32) max_pool_2d<float>(X, Y, p, c.pool);
+    else if (X.dtype() == DType::UInt8) max_pool_2d<uint8_t>(X, Y, p, c.pool);
+    else if (X.dtype() == DType::Int8) max_pool_2d<int8_t>(X, Y, p, c.pool);
+    else done = false;
+    if (done) {
+      c.outputs[0] = Y;
+      return;
+    }
   }
   auto go = [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -49,6 +49,9 @@ std::string pass_names();                           // "a, b, c" for messages
 
 // The pipeline `joule run` applies by default.
 std::vector<std::string> default_pipeline();
+// What `--int8 real` runs: lower_int8 first (before fold_constants would fold the weights'
+// DequantizeLinear into float), the pipeline, then int8_channels_last.
+std::vector<std::string> int8_pipeline(std::vector<std::string> pipeline);
 // "none" -> {}, "default" -> default_pipeline(), otherwise comma-separated names (which may
 // include "default"). Throws BadInput naming the valid passes when a name is unknown.
 std::vector<std::string> parse_pipeline(const std::string& spec);
@@ -62,6 +65,8 @@ nlohmann::json run_pipeline(ir::Graph& g, const std::vector<std::string>& names,
 PassResult eliminate_identity(ir::Graph& g, const PassOptions& o);   // Identity, inference Dropout
 PassResult fold_constants(ir::Graph& g, const PassOptions& o);       // constant nodes -> initializers
 PassResult eliminate_dead_code(ir::Graph& g, const PassOptions& o);  // unused nodes and initializers
+PassResult lower_int8(ir::Graph& g, const PassOptions& o);           // QDQ -> integer ops
+PassResult int8_channels_last(ir::Graph& g, const PassOptions& o);   // NHWC between integer convs
 PassResult fold_batch_norm(ir::Graph& g, const PassOptions& o);      // BN into Conv / Gemm / MatMul
 PassResult fuse_conv(ir::Graph& g, const PassOptions& o);            // Conv [+Add] [+act] -> FusedConv
 PassResult fuse_layer_norm(ir::Graph& g, const PassOptions& o);      // decomposed LayerNorm -> one node

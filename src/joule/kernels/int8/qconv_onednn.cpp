@@ -1,7 +1,8 @@
 // Op class "qconv" (joule QConv), algorithm onednn_int8: oneDNN's int8 convolution (VNNI/AMX
 // JIT kernels). The primitive picks its blocked layouts (format_tag::any); the int8 weights
 // are reordered once here; the codes are reordered from / to NCHW around each run when the
-// primitive wants another layout. Per-channel output scales, the float bias (in accumulator
+// primitive wants another layout — unless the node is channels_last (x and y N,H,W,C, the
+// layout oneDNN's int8 kernels use), when no reorder is needed at all. Per-channel output scales, the float bias (in accumulator
 // units), the activation and the output zero point are fused (kernels/int8/int8_node.h); the
 // input zero point is a runtime attribute oneDNN applies exactly, padding included.
 #include <omp.h>
@@ -30,7 +31,8 @@ dt to_dnnl(DType t) { return t == DType::UInt8 ? dt::u8 : t == DType::Int8 ? dt:
 struct QConvProblem {
   ConvShape s;
   Int8Params q;
-  Shape x_shape, y_shape;
+  Shape x_shape, y_shape;  // as the tensors are (N,H,W,C when channels_last)
+  bool channels_last = false;
 };
 
 std::string read(const NodeView& v, QConvProblem* p) {
@@ -38,7 +40,12 @@ std::string read(const NodeView& v, QConvProblem* p) {
   if (!v.static_shape(0, &p->x_shape) || !v.static_shape(3, &ws) || !v.out_types[0] || !v.out_types[0]->is_static())
     return "shapes are not static";
   p->y_shape = v.out_types[0]->static_shape();
-  const Shape& xs = p->x_shape;
+  p->channels_last = v.node.attr_int("channels_last", 0) != 0;
+  Shape xs = p->x_shape;
+  if (p->channels_last) {
+    if (xs.size() != 4) return "channels_last needs a rank-4 input";
+    xs = {xs[0], xs[3], xs[1], xs[2]};
+  }
   if (xs.size() != 3 && xs.size() != 4) return "only 1-D and 2-D convolutions";
   if (std::string r = read_int8_params(v, ws[0], &p->q); !r.empty()) return r;
   const int nsp = static_cast<int>(xs.size()) - 2;
@@ -84,8 +91,9 @@ class OnednnQConv : public Kernel {
     const memory::dims w_dims = grouped ? memory::dims{s.group, s.mg(), s.cg(), s.kh, s.kw}
                                         : memory::dims{s.m, s.cg(), s.kh, s.kw};
     const dt src_t = to_dnnl(q.x_type), dst_t = to_dnnl(q.y_type);
-    user_src_md_ = memory::desc(src_dims, src_t, tag::nchw);
-    user_dst_md_ = memory::desc(dst_dims, dst_t, tag::nchw);
+    const tag user_tag = p.channels_last ? tag::nhwc : tag::nchw;
+    user_src_md_ = memory::desc(src_dims, src_t, user_tag);
+    user_dst_md_ = memory::desc(dst_dims, dst_t, user_tag);
     const bool bias = !q.bias_acc.empty();
     const memory::desc bias_md = bias ? memory::desc({s.m}, dt::f32, tag::x) : memory::desc();
     dnnl::convolution_forward::desc d(
