@@ -128,7 +128,7 @@ void add_int8_option(CLI::App& app, std::string& mode) {
 }
 
 std::string int8_note(const std::string& mode) {
-  return mode == "real" ? "int8 real: QDQ patterns on integer kernels (lower_int8), the rest in float"
+  return mode == "real" ? "int8 real: QDQ patterns on integer kernels (lower_int8, int8_channels_last), the rest in float"
                         : "int8 simulated: the float engine runs the QDQ graph";
 }
 
