@@ -29,6 +29,11 @@ echo "   FP32 vs INT8 accuracy on the 10 000 test images -> $run_dir/fashion_cnn
 "$joule" quantize default --config "$here/examples/quant/w8a8.yaml" --calib "$fm:train" --calib-samples 256 \
   --eval "$fm:test" -o "$run_dir/fashion_cnn_w8a8.onnx" --quiet | sed -n '/^accuracy/,$p'
 echo
+echo "== joule compare: FP32, W8A8 (integer kernels) and W4A8 side by side on 2 000 test images:"
+echo "   accuracy, latency, energy (estimated, named model) and weight size"
+"$joule" compare default --configs "$here/examples/quant/w8a8.yaml,$here/examples/quant/w4a8.yaml" \
+  --calib "$fm:train" --calib-samples 256 --eval "$fm:test" --eval-samples 2000 --energy estimate --quiet
+echo
 echo "== joule sensitivity: the five most sensitive layers (isolated, W8A8), picture -> $run_dir/sensitivity"
 "$joule" sensitivity default --config "$here/examples/quant/w8a8.yaml" --calib "$fm:train" --calib-samples 256 \
   --eval "$fm:test" --samples 1000 --mode isolated --top 5 -o "$run_dir/sensitivity" --quiet

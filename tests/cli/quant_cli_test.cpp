@@ -121,3 +121,26 @@ TEST(QuantCli, BadInputIsOneLineExitTwo) {
     EXPECT_FALSE(fs::exists(out)) << args;
   }
 }
+
+TEST(QuantCli, CompareTabulatesAccuracyLatencyEnergyAndSize) {
+  const fs::path d = dir() / "compare";
+  CliResult r = joule_cmd("compare default --configs " + kW8A8 + " --calib " + kSamples + " --eval " + kSamples +
+                          " --runs 3 --energy estimate --format json -o " + d.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["rows"].size(), 2u);
+  EXPECT_EQ(j["rows"][0]["model"], "fp32");
+  EXPECT_EQ(j["rows"][0]["integer_nodes"].get<int>(), 0);
+  EXPECT_EQ(j["rows"][1]["integer_nodes"].get<int>(), 6);  // 5 convs + the classifier on integer kernels
+  EXPECT_LT(j["rows"][1]["weight_bytes"].get<double>(), j["rows"][0]["weight_bytes"].get<double>() / 3);
+  for (auto& row : j["rows"]) {
+    EXPECT_EQ(row["eval"]["samples"].get<int>(), 16);
+    EXPECT_GT(row["latency_ms"]["median"].get<double>(), 0);
+    EXPECT_EQ(row["energy"]["source"].get<std::string>().rfind("estimate:", 0), 0u);  // the named model
+  }
+  EXPECT_TRUE(fs::exists(d / "compare.json"));
+  EXPECT_TRUE(fs::exists(d / "compare.csv"));
+  CliResult bad = joule_cmd("compare default --configs /nonexistent.yaml --calib " + kSamples);
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_EQ(lines(bad.out), 1) << bad.out;
+}

@@ -148,7 +148,9 @@ Action add_compare(CLI::App& app) {
       return 0;
     }
     fmt::print("{}: FP32 vs {} config(s), {} thread(s); {}\n", p.path, a->configs.size(), q.threads, int8_note(q.int8));
-    if (eval_set) fmt::print("accuracy on {}\n", eval_set->describe());
+    if (eval_set)
+      fmt::print("accuracy on {}{}\n", eval_set->describe(),
+                 rows[0].eval ? fmt::format(" ({} samples evaluated)", rows[0].eval->samples) : "");
     fmt::print("{:<16} {:>8} {:>8} {:>8} {:>12} {:>8} {:>14} {:>10} {:>8}\n", "model", "top-1", "top-5", "drop",
                "latency ms", "speedup", "energy mJ/inf", "weights", "int8 ops");
     const double fp32_top1 = rows[0].eval ? 100 * rows[0].eval->top1_rate() : 0;
