@@ -58,31 +58,11 @@ class ConvNodeKernel : public Kernel {
 
 }  // namespace
 
-std::string read_conv_problem(const NodeView& v, ConvProblem* p) {
-  const ir::Node& n = v.node;
-  Shape xs, ws, ys;
-  if (!v.static_shape(0, &xs) || !v.static_shape(1, &ws) || v.out_types.empty() || !v.out_types[0] ||
-      !v.out_types[0]->is_static())
-    return "shapes are not static";
-  ys = v.out_types[0]->static_shape();
-  if (v.in_types[0]->dtype != DType::Float32) return std::string("input is ") + dtype_name(v.in_types[0]->dtype) + ", not float32";
-  if (xs.size() != 3 && xs.size() != 4) return std::to_string(xs.size() - 2) + "-D convolution (1-D and 2-D only)";
-  const Tensor* W = v.constant(1);
-  if (!W) return "weight is not a constant";
-  const Tensor* B = v.has(2) ? v.constant(2) : nullptr;
-  if (v.has(2) && !B) return "bias is not a constant";
-  const bool residual = v.has(3);
-  if (residual) {
-    Shape zs;
-    if (!v.static_shape(3, &zs) || zs != ys) return "residual shape differs from the output shape";
-  }
-  if (std::string r = read_epilogue(n, &p->epilogue); !r.empty()) return r;
-  p->epilogue.residual = residual;
-
+std::string read_conv_shape(const ir::Node& n, const Shape& xs, const Shape& ws, const Shape& ys, ConvShape* out) {
   const int nsp = static_cast<int>(xs.size()) - 2;
   const ops::ConvGeometry g = ops::read_conv_geometry(n, nsp, Shape(ws.begin() + 2, ws.end()));
   const ops::SpatialPlan sp = ops::make_spatial_plan(g, n, Shape(xs.begin() + 2, xs.end()));
-  ConvShape& s = p->shape;
+  ConvShape& s = *out;
   s = ConvShape{};
   s.n = xs[0];
   s.c = xs[1];
@@ -105,6 +85,31 @@ std::string read_conv_problem(const NodeView& v, ConvProblem* p) {
   s.ow = sp.out[2];
   if (s.group <= 0 || s.c % s.group || s.m % s.group || ws[1] * s.group != s.c) return "channels do not match groups";
   if (s.n * s.m * s.oh * s.ow != shape_numel(ys)) return "output shape does not match the geometry";
+  return "";
+}
+
+std::string read_conv_problem(const NodeView& v, ConvProblem* p) {
+  const ir::Node& n = v.node;
+  Shape xs, ws, ys;
+  if (!v.static_shape(0, &xs) || !v.static_shape(1, &ws) || v.out_types.empty() || !v.out_types[0] ||
+      !v.out_types[0]->is_static())
+    return "shapes are not static";
+  ys = v.out_types[0]->static_shape();
+  if (v.in_types[0]->dtype != DType::Float32) return std::string("input is ") + dtype_name(v.in_types[0]->dtype) + ", not float32";
+  if (xs.size() != 3 && xs.size() != 4) return std::to_string(xs.size() - 2) + "-D convolution (1-D and 2-D only)";
+  const Tensor* W = v.constant(1);
+  if (!W) return "weight is not a constant";
+  const Tensor* B = v.has(2) ? v.constant(2) : nullptr;
+  if (v.has(2) && !B) return "bias is not a constant";
+  const bool residual = v.has(3);
+  if (residual) {
+    Shape zs;
+    if (!v.static_shape(3, &zs) || zs != ys) return "residual shape differs from the output shape";
+  }
+  if (std::string r = read_epilogue(n, &p->epilogue); !r.empty()) return r;
+  p->epilogue.residual = residual;
+
+  if (std::string r = read_conv_shape(n, xs, ws, ys, &p->shape); !r.empty()) return r;
   p->weight = W->data<float>();
   p->bias = B ? B->data<float>() : nullptr;
   return "";

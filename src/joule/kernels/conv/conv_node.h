@@ -17,6 +17,10 @@ struct ConvProblem {
   const float* bias = nullptr;    // [M] or null
 };
 
+// The ConvShape of a Conv-like node from its N,C,H,W (or N,C,W) input shape `xs`, weight shape
+// `ws` and output shape `ys`; "" or why the channels or the output do not fit.
+std::string read_conv_shape(const ir::Node& n, const Shape& xs, const Shape& ws, const Shape& ys, ConvShape* s);
+
 // Reads the node; "" and fills `p` when the node is a 2-D (or 1-D) FP32 convolution with
 // static shapes and constant weights/bias, otherwise the reason it is not.
 std::string read_conv_problem(const NodeView& v, ConvProblem* p);

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <dnnl.hpp>
 
+#include "joule/kernels/conv/conv_node.h"
 #include "joule/kernels/conv/onednn.h"
 #include "joule/kernels/int8/int8_node.h"
 #include "joule/ops/conv_util.h"
@@ -48,31 +49,7 @@ std::string read(const NodeView& v, QConvProblem* p) {
   }
   if (xs.size() != 3 && xs.size() != 4) return "only 1-D and 2-D convolutions";
   if (std::string r = read_int8_params(v, ws[0], &p->q); !r.empty()) return r;
-  const int nsp = static_cast<int>(xs.size()) - 2;
-  const ops::ConvGeometry g = ops::read_conv_geometry(v.node, nsp, Shape(ws.begin() + 2, ws.end()));
-  const ops::SpatialPlan sp = ops::make_spatial_plan(g, v.node, Shape(xs.begin() + 2, xs.end()));
-  ConvShape& s = p->s;
-  s.n = xs[0];
-  s.c = xs[1];
-  s.m = ws[0];
-  s.group = v.node.attr_int("group", 1);
-  s.h = sp.in[1];
-  s.w = sp.in[2];
-  s.kh = sp.k[1];
-  s.kw = sp.k[2];
-  s.stride_h = sp.s[1];
-  s.stride_w = sp.s[2];
-  s.dil_h = sp.d[1];
-  s.dil_w = sp.d[2];
-  s.pad_top = sp.pb[1];
-  s.pad_bottom = sp.pe[1];
-  s.pad_left = sp.pb[2];
-  s.pad_right = sp.pe[2];
-  s.oh = sp.out[1];
-  s.ow = sp.out[2];
-  if (s.group <= 0 || s.c % s.group || s.m % s.group || ws[1] * s.group != s.c) return "channels do not match groups";
-  if (s.n * s.m * s.oh * s.ow != shape_numel(p->y_shape)) return "output shape does not match the geometry";
-  return "";
+  return read_conv_shape(v.node, xs, ws, p->y_shape, &p->s);
 }
 
 int64_t exact_pad_end(int64_t in, int64_t out, int64_t k, int64_t stride, int64_t dil, int64_t pad_begin) {
