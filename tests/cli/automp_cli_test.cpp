@@ -11,6 +11,7 @@
 
 #include "cli/cli_util.h"
 #include "graph_builder.h"
+#include "test_tensors.h"
 #include "joule/core/file_util.h"
 #include "joule/core/npy.h"
 #include "joule/onnx/model_io.h"
@@ -18,33 +19,21 @@
 namespace fs = std::filesystem;
 using namespace joule;
 
-namespace {
-
-Tensor uniform(Shape s, uint32_t seed, float lo, float hi) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  Tensor t(DType::Float32, std::move(s));
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
-  return t;
-}
-
-}  // namespace
-
 TEST(AutoMpCli, MovesExactlyTheLayerThatIsSensitiveByConstruction) {
   const fs::path dir = joule::testing::scratch_dir("automp_cli");
-  Tensor w1 = uniform({16, 16}, 1, -0.25f, 0.25f), b1 = uniform({16}, 2, 0.1f, 0.3f);
+  Tensor w1 = joule::testing::random_tensor({16, 16}, 1, -0.25f, 0.25f), b1 = joule::testing::random_tensor({16}, 2, 0.1f, 0.3f);
   for (int k = 0; k < 16; ++k) w1.data<float>()[3 * 16 + k] = 0;  // hidden unit 3: relu(-1) = 0 always
   b1.data<float>()[3] = -1;
-  Tensor w2 = uniform({16, 16}, 3, -0.25f, 0.25f);
+  Tensor w2 = joule::testing::random_tensor({16, 16}, 3, -0.25f, 0.25f);
   w2.data<float>()[0 * 16 + 3] = 4;  // reads only hidden unit 3
   ir::Graph g = joule::testing::GraphBuilder()
                     .input("x", DType::Float32, {1, 16})
                     .init("w1", w1)
                     .init("b1", b1)
                     .init("w2", w2)
-                    .init("b2", uniform({16}, 4, 0.1f, 0.3f))
-                    .init("w3", uniform({8, 16}, 5, -0.25f, 0.25f))
-                    .init("b3", uniform({8}, 6, -0.1f, 0.1f))
+                    .init("b2", joule::testing::random_tensor({16}, 4, 0.1f, 0.3f))
+                    .init("w3", joule::testing::random_tensor({8, 16}, 5, -0.25f, 0.25f))
+                    .init("b3", joule::testing::random_tensor({8}, 6, -0.1f, 0.1f))
                     .node("Gemm", {"x", "w1", "b1"}, {"h1"}, {{"transB", int64_t{1}}}, "fc1")
                     .node("Relu", {"h1"}, {"r1"}, {}, "relu1")
                     .node("Gemm", {"r1", "w2", "b2"}, {"h2"}, {{"transB", int64_t{1}}}, "fc2")
@@ -55,7 +44,7 @@ TEST(AutoMpCli, MovesExactlyTheLayerThatIsSensitiveByConstruction) {
   const std::string model = (dir / "mlp.onnx").string();
   onnx::save_model(g, model);
   const std::string data = (dir / "x.npy").string();
-  save_npy(uniform({32, 16}, 7, -1, 1), data);
+  save_npy(joule::testing::random_tensor({32, 16}, 7, -1, 1), data);
   const std::string cfg = (dir / "w4.yaml").string();
   write_file_atomic(cfg, "default:\n  weight: {format: int, bits: 4, symmetric: true, granularity: per_tensor}\n");
 

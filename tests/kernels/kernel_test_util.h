@@ -6,16 +6,10 @@
 #include <random>
 
 #include "joule/runtime/session.h"
+#include "test_tensors.h"
 
 namespace joule::testing {
 
-inline Tensor random_tensor(const Shape& s, uint32_t seed, float lo = -1.f, float hi = 1.f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  Tensor t(DType::Float32, s);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
-  return t;
-}
 
 // max |a - b| / max(max |b|, 1)
 inline double rel_error(const Tensor& a, const Tensor& b) {

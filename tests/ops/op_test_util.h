@@ -6,6 +6,7 @@
 #include <random>
 
 #include "joule/ops/op.h"
+#include "test_tensors.h"
 
 namespace joule::testing {
 
@@ -58,12 +59,5 @@ inline std::vector<Tensor> run_op(const ir::Node& node, const std::vector<Tensor
   return kc.outputs;
 }
 
-inline Tensor random_tensor(Shape shape, uint32_t seed, float lo = -1.f, float hi = 1.f) {
-  Tensor t(DType::Float32, std::move(shape));
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
-  return t;
-}
 
 }  // namespace joule::testing

@@ -4,6 +4,8 @@
 // bundled Fashion-MNIST model the same top-1 on >= 95 % of 64 test images.
 #include <gtest/gtest.h>
 
+#include "test_tensors.h"
+
 #include <cmath>
 #include <random>
 
@@ -18,13 +20,7 @@ using joule::testing::GraphBuilder;
 
 namespace {
 
-Tensor random_tensor(Shape s, uint32_t seed, float lo = -1, float hi = 1) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  Tensor t(DType::Float32, std::move(s));
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
-  return t;
-}
+using joule::testing::random_tensor;
 
 // Every value both graphs compute under the same name, from one run each.
 struct Grab : runtime::Observer {

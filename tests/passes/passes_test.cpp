@@ -3,6 +3,8 @@
 // default pipeline on the real PyTorch models (still matching PyTorch).
 #include <gtest/gtest.h>
 
+#include "test_tensors.h"
+
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -21,13 +23,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-Tensor random_tensor(const Shape& s, uint32_t seed, float lo = -1.f, float hi = 1.f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  Tensor t(DType::Float32, s);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
-  return t;
-}
+using joule::testing::random_tensor;
 
 // max |a - b| / max |b|
 double rel_error(const Tensor& a, const Tensor& b) {

@@ -3,6 +3,8 @@
 // same arithmetic done by hand.
 #include <gtest/gtest.h>
 
+#include "test_tensors.h"
+
 #include <cmath>
 #include <filesystem>
 #include <random>
@@ -22,13 +24,7 @@ using joule::testing::GraphBuilder;
 
 namespace {
 
-Tensor random_tensor(Shape s, uint32_t seed, float lo = -1, float hi = 1) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  Tensor t(DType::Float32, std::move(s));
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
-  return t;
-}
+using joule::testing::random_tensor;
 
 // x[1,2,6,6] -> Conv(3x3, 4 out) "/layer1/conv" -> Relu -> Conv(1x1) "/layer4.0/conv" -> Flatten [1,108] -> Gemm "fc"
 ir::Graph small_cnn() {

@@ -33,14 +33,12 @@ struct Row {
   size_t integer_nodes = 0, fake_quant_nodes = 0;
 };
 
-// Nodes that run on integer kernels once the graph is lowered (what --int8 real buys).
-size_t integer_nodes(const ir::Graph& g, const std::vector<std::string>& pipeline) {
-  ir::Graph run = g;
-  passes::run_pipeline(run, pipeline);
+// Layers of a profile that ran on integer kernels (what --int8 real buys).
+size_t integer_nodes(const profile::ProfileResult& pr) {
   size_t n = 0;
-  for (auto& node : run.nodes)
+  for (const profile::LayerResult& l : pr.layers)
     for (const char* op : {"QConv", "QMatMul", "QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger"})
-      n += node->op_type == op;
+      n += l.op == op;
   return n;
 }
 
@@ -103,7 +101,7 @@ Action add_compare(CLI::App& app) {
       r.ms = pr.plain_ms;
       r.energy = pr.energy;
       if (eval_set) r.eval = eval_graph(g, *eval_set, q, r.name);
-      r.integer_nodes = integer_nodes(g, pipeline);
+      r.integer_nodes = integer_nodes(pr);
       r.fake_quant_nodes = joule_op_nodes(g).size();
     };
     std::vector<Row> rows(1);

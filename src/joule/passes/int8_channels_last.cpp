@@ -78,7 +78,8 @@ class Sinker {
       const std::string y_nhwc = g_.unique_name(y + "_nhwc");
       op.outputs[0] = y_nhwc;
       add_transpose(y_nhwc, kToNchw, y);
-      producers_ = g_.producers();
+      producers_[y_nhwc] = i;  // keep the map current without rebuilding it
+      producers_[y] = g_.nodes.size() - 1;
       ++n;
     }
     return n;

@@ -15,24 +15,13 @@ using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
-const dnnl::engine& cpu_engine() {
-  static const dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
-
-// oneDNN wants the end padding that makes (in + pb + pe - extent) / stride exact; ONNX's
-// floor division may leave unused rows at the end, so derive it from the output size.
-int64_t exact_pad_end(int64_t in, int64_t out, int64_t k, int64_t stride, int64_t dil, int64_t pad_begin) {
-  return (out - 1) * stride + (k - 1) * dil + 1 - in - pad_begin;
-}
-
 class OnednnConv : public ConvKernel {
  public:
   OnednnConv(const ConvShape& s, const float* weight, const float* bias, const Epilogue& ep, int threads)
-      : s_(s), ep_(ep), stream_(cpu_engine()) {
+      : s_(s), ep_(ep), stream_(onednn_engine()) {
     // oneDNN sizes a primitive's work split (and so its OpenMP team) when it is created.
     onednn_set_threads(threads);
-    const auto& eng = cpu_engine();
+    const auto& eng = onednn_engine();
     const memory::dims src_dims = {s.n, s.c, s.h, s.w}, dst_dims = {s.n, s.m, s.oh, s.ow};
     const bool grouped = s.group > 1;
     const memory::dims w_dims = grouped ? memory::dims{s.group, s.mg(), s.cg(), s.kh, s.kw}
@@ -44,8 +33,8 @@ class OnednnConv : public ConvKernel {
         dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
         memory::desc(src_dims, dt::f32, tag::any), memory::desc(w_dims, dt::f32, tag::any), bias_md,
         memory::desc(dst_dims, dt::f32, tag::any), {s.stride_h, s.stride_w}, {s.dil_h - 1, s.dil_w - 1},
-        {s.pad_top, s.pad_left}, {exact_pad_end(s.h, s.oh, s.kh, s.stride_h, s.dil_h, s.pad_top),
-                                  exact_pad_end(s.w, s.ow, s.kw, s.stride_w, s.dil_w, s.pad_left)});
+        {s.pad_top, s.pad_left}, {onednn_pad_end(s.h, s.oh, s.kh, s.stride_h, s.dil_h, s.pad_top),
+                                  onednn_pad_end(s.w, s.ow, s.kw, s.stride_w, s.dil_w, s.pad_left)});
     dnnl::post_ops po;
     if (ep.residual) po.append_sum(1.f);
     switch (ep.act) {
@@ -147,6 +136,15 @@ std::unique_ptr<ConvKernel> make_onednn_conv(const ConvShape& s, const float* we
   } catch (const dnnl::error& e) {
     fail_unsupported("oneDNN refused the convolution " + s.str() + ": " + e.what());
   }
+}
+
+const dnnl::engine& onednn_engine() {
+  static const dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+int64_t onednn_pad_end(int64_t in, int64_t out, int64_t k, int64_t stride, int64_t dil, int64_t pad_begin) {
+  return (out - 1) * stride + (k - 1) * dil + 1 - in - pad_begin;
 }
 
 }  // namespace joule::kernels

@@ -3,6 +3,7 @@
 // its blocked layouts (format_tag::any); weights are reordered once here, activations are
 // reordered from / to NCHW around each run when the primitive wants another layout. Bias,
 // residual (sum post-op) and activation (eltwise post-op) are fused into the primitive.
+#include <dnnl.hpp>
 #include <memory>
 #include <string>
 
@@ -18,5 +19,12 @@ std::unique_ptr<ConvKernel> make_onednn_conv(const ConvShape& s, const float* we
 // oneDNN's team never run at the same time, so there is no oversubscription. Must also be
 // called before a primitive is created: oneDNN fixes its team size then.
 void onednn_set_threads(int threads);
+
+// The CPU engine every oneDNN primitive of joule runs on (created on first use).
+const dnnl::engine& onednn_engine();
+
+// oneDNN wants the end padding that makes (in + pb + pe - extent) / stride exact; ONNX's
+// floor division may leave unused rows at the end, so it is derived from the output size.
+int64_t onednn_pad_end(int64_t in, int64_t out, int64_t k, int64_t stride, int64_t dil, int64_t pad_begin);
 
 }  // namespace joule::kernels

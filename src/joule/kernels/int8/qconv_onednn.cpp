@@ -2,18 +2,15 @@
 // JIT kernels). The primitive picks its blocked layouts (format_tag::any); the int8 weights
 // are reordered once here; the codes are reordered from / to NCHW around each run when the
 // primitive wants another layout — unless the node is channels_last (x and y N,H,W,C, the
-// layout oneDNN's int8 kernels use), when no reorder is needed at all. Per-channel output scales, the float bias (in accumulator
-// units), the activation and the output zero point are fused (kernels/int8/int8_node.h); the
-// input zero point is a runtime attribute oneDNN applies exactly, padding included.
-#include <omp.h>
-
-#include <cstring>
+// layout oneDNN's int8 kernels use), when no reorder is needed at all. Per-channel output
+// scales, the float bias (in accumulator units), the activation and the output zero point are
+// fused (kernels/int8/onednn_int8.h); the input zero point is a runtime attribute oneDNN
+// applies exactly, padding included.
 #include <dnnl.hpp>
 
 #include "joule/kernels/conv/conv_node.h"
 #include "joule/kernels/conv/onednn.h"
-#include "joule/kernels/int8/int8_node.h"
-#include "joule/ops/conv_util.h"
+#include "joule/kernels/int8/onednn_int8.h"
 
 namespace joule::kernels {
 namespace {
@@ -22,12 +19,6 @@ using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
-const dnnl::engine& engine() {
-  static const dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
-
-dt to_dnnl(DType t) { return t == DType::UInt8 ? dt::u8 : t == DType::Int8 ? dt::s8 : dt::f32; }
 
 struct QConvProblem {
   ConvShape s;
@@ -52,22 +43,18 @@ std::string read(const NodeView& v, QConvProblem* p) {
   return read_conv_shape(v.node, xs, ws, p->y_shape, &p->s);
 }
 
-int64_t exact_pad_end(int64_t in, int64_t out, int64_t k, int64_t stride, int64_t dil, int64_t pad_begin) {
-  return (out - 1) * stride + (k - 1) * dil + 1 - in - pad_begin;
-}
-
 class OnednnQConv : public Kernel {
  public:
-  OnednnQConv(const QConvProblem& p, int threads) : p_(p), stream_(engine()) {
+  OnednnQConv(const QConvProblem& p, int threads) : p_(p), stream_(onednn_engine()) {
     onednn_set_threads(threads);
     const ConvShape& s = p.s;
     const Int8Params& q = p.q;
-    const auto& eng = engine();
+    const auto& eng = onednn_engine();
     const memory::dims src_dims = {s.n, s.c, s.h, s.w}, dst_dims = {s.n, s.m, s.oh, s.ow};
     const bool grouped = s.group > 1;
     const memory::dims w_dims = grouped ? memory::dims{s.group, s.mg(), s.cg(), s.kh, s.kw}
                                         : memory::dims{s.m, s.cg(), s.kh, s.kw};
-    const dt src_t = to_dnnl(q.x_type), dst_t = to_dnnl(q.y_type);
+    const dt src_t = onednn_code_type(q.x_type), dst_t = onednn_code_type(q.y_type);
     const tag user_tag = p.channels_last ? tag::nhwc : tag::nchw;
     user_src_md_ = memory::desc(src_dims, src_t, user_tag);
     user_dst_md_ = memory::desc(dst_dims, dst_t, user_tag);
@@ -77,21 +64,9 @@ class OnednnQConv : public Kernel {
         dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
         memory::desc(src_dims, src_t, tag::any), memory::desc(w_dims, dt::s8, tag::any), bias_md,
         memory::desc(dst_dims, dst_t, tag::any), {s.stride_h, s.stride_w}, {s.dil_h - 1, s.dil_w - 1},
-        {s.pad_top, s.pad_left}, {exact_pad_end(s.h, s.oh, s.kh, s.stride_h, s.dil_h, s.pad_top),
-                                  exact_pad_end(s.w, s.ow, s.kw, s.stride_w, s.dil_w, s.pad_left)});
-    dnnl::primitive_attr attr;
-    bool per_channel = false;
-    for (float x : q.output_scale) per_channel = per_channel || x != q.output_scale[0];
-    attr.set_output_scales(per_channel ? 1 << 1 : 0,
-                           per_channel ? q.output_scale : std::vector<float>{q.output_scale[0]});
-    if (q.x_zero_point != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
-    dnnl::post_ops po;
-    if (q.act == "Relu") po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
-    if (q.act == "LeakyRelu") po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, q.alpha, 0.f);
-    if (q.act == "Clip") po.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, q.alpha, q.beta);
-    if (q.y_zero_point != 0) po.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, 1.f, q.y_zero_point);
-    attr.set_post_ops(po);
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+        {s.pad_top, s.pad_left}, {onednn_pad_end(s.h, s.oh, s.kh, s.stride_h, s.dil_h, s.pad_top),
+                                  onednn_pad_end(s.w, s.ow, s.kw, s.stride_w, s.dil_w, s.pad_left)});
+    const dnnl::primitive_attr attr = onednn_int8_attr(q);
     pd_ = dnnl::convolution_forward::primitive_desc(d, attr, eng);
     prim_ = dnnl::convolution_forward(pd_);
 
@@ -116,16 +91,7 @@ class OnednnQConv : public Kernel {
              {DNNL_ARG_WEIGHTS, weights_},
              {DNNL_ARG_DST, reorder_dst_ ? dst_ : user_dst_},
              {DNNL_ARG_SCRATCHPAD, scratch_}};
-    if (bias) {
-      bias_ = memory(pd_.bias_desc(), eng);
-      std::memcpy(bias_.get_data_handle(), q.bias_acc.data(), sizeof(float) * q.bias_acc.size());
-      args_[DNNL_ARG_BIAS] = bias_;
-    }
-    if (q.x_zero_point != 0) {
-      zp_ = memory({{1}, dt::s32, tag::x}, eng);
-      *static_cast<int32_t*>(zp_.get_data_handle()) = q.x_zero_point;
-      args_[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC] = zp_;
-    }
+    onednn_bind_int8_args(q, pd_.bias_desc(), args_);
   }
 
   void run(ops::KernelContext& k) const override {
@@ -151,7 +117,7 @@ class OnednnQConv : public Kernel {
   dnnl::convolution_forward::primitive_desc pd_;
   dnnl::convolution_forward prim_;
   memory::desc user_src_md_, user_dst_md_;
-  mutable memory user_src_, user_dst_, src_, dst_, weights_, bias_, zp_, scratch_;
+  mutable memory user_src_, user_dst_, src_, dst_, weights_, scratch_;
   bool reorder_src_ = false, reorder_dst_ = false;
   std::unordered_map<int, memory> args_;
   dnnl::reorder src_reorder_, dst_reorder_;

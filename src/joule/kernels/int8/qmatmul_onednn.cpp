@@ -2,11 +2,10 @@
 // viewed as [rows, K] (row-major, no reorder) and the int8 weight [K, N] reordered once into the
 // primitive's layout. Per-column output scales, bias, activation and output zero point fused as
 // for QConv (kernels/int8/int8_node.h); the input zero point is a runtime attribute.
-#include <cstring>
 #include <dnnl.hpp>
 
 #include "joule/kernels/conv/onednn.h"
-#include "joule/kernels/int8/int8_node.h"
+#include "joule/kernels/int8/onednn_int8.h"
 
 namespace joule::kernels {
 namespace {
@@ -15,12 +14,6 @@ using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
-const dnnl::engine& engine() {
-  static const dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
-
-dt to_dnnl(DType t) { return t == DType::UInt8 ? dt::u8 : t == DType::Int8 ? dt::s8 : dt::f32; }
 
 struct QMatMulProblem {
   Int8Params q;
@@ -44,28 +37,16 @@ std::string read(const NodeView& v, QMatMulProblem* p) {
 
 class OnednnQMatMul : public Kernel {
  public:
-  OnednnQMatMul(const QMatMulProblem& p, int threads) : p_(p), stream_(engine()) {
+  OnednnQMatMul(const QMatMulProblem& p, int threads) : p_(p), stream_(onednn_engine()) {
     onednn_set_threads(threads);
     const Int8Params& q = p.q;
-    const auto& eng = engine();
+    const auto& eng = onednn_engine();
     const bool bias = !q.bias_acc.empty();
-    const memory::desc src_md({p.M, p.K}, to_dnnl(q.x_type), tag::ab);
-    const memory::desc dst_md({p.M, p.N}, to_dnnl(q.y_type), tag::ab);
+    const memory::desc src_md({p.M, p.K}, onednn_code_type(q.x_type), tag::ab);
+    const memory::desc dst_md({p.M, p.N}, onednn_code_type(q.y_type), tag::ab);
     const memory::desc bias_md = bias ? memory::desc({1, p.N}, dt::f32, tag::ab) : memory::desc();
     dnnl::matmul::desc d(src_md, memory::desc({p.K, p.N}, dt::s8, tag::any), bias_md, dst_md);
-    dnnl::primitive_attr attr;
-    bool per_channel = false;
-    for (float x : q.output_scale) per_channel = per_channel || x != q.output_scale[0];
-    attr.set_output_scales(per_channel ? 1 << 1 : 0,
-                           per_channel ? q.output_scale : std::vector<float>{q.output_scale[0]});
-    if (q.x_zero_point != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
-    dnnl::post_ops po;
-    if (q.act == "Relu") po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
-    if (q.act == "LeakyRelu") po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, q.alpha, 0.f);
-    if (q.act == "Clip") po.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, q.alpha, q.beta);
-    if (q.y_zero_point != 0) po.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, 1.f, q.y_zero_point);
-    attr.set_post_ops(po);
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    const dnnl::primitive_attr attr = onednn_int8_attr(q);
     pd_ = dnnl::matmul::primitive_desc(d, attr, eng);
     prim_ = dnnl::matmul(pd_);
     memory user_w({{p.K, p.N}, dt::s8, tag::ab}, eng, const_cast<int8_t*>(q.w->data<int8_t>()));
@@ -76,16 +57,7 @@ class OnednnQMatMul : public Kernel {
     dst_ = memory(dst_md, eng, DNNL_MEMORY_NONE);
     scratch_ = memory(pd_.scratchpad_desc(), eng);
     args_ = {{DNNL_ARG_SRC, src_}, {DNNL_ARG_WEIGHTS, weights_}, {DNNL_ARG_DST, dst_}, {DNNL_ARG_SCRATCHPAD, scratch_}};
-    if (bias) {
-      bias_ = memory(bias_md, eng);
-      std::memcpy(bias_.get_data_handle(), q.bias_acc.data(), sizeof(float) * q.bias_acc.size());
-      args_[DNNL_ARG_BIAS] = bias_;
-    }
-    if (q.x_zero_point != 0) {
-      zp_ = memory({{1}, dt::s32, tag::x}, eng);
-      *static_cast<int32_t*>(zp_.get_data_handle()) = q.x_zero_point;
-      args_[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC] = zp_;
-    }
+    onednn_bind_int8_args(q, pd_.bias_desc(), args_);
   }
 
   void run(ops::KernelContext& k) const override {
@@ -108,7 +80,7 @@ class OnednnQMatMul : public Kernel {
   mutable dnnl::stream stream_;
   dnnl::matmul::primitive_desc pd_;
   dnnl::matmul prim_;
-  mutable memory src_, dst_, weights_, bias_, zp_, scratch_;
+  mutable memory src_, dst_, weights_, scratch_;
   std::unordered_map<int, memory> args_;
 };
 
