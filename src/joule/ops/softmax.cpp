@@ -5,7 +5,9 @@
 #include <limits>
 #include <vector>
 
+#include "joule/core/cpu_features.h"
 #include "joule/ops/nn_util.h"
+#include "joule/ops/vec_math.h"
 
 namespace joule::ops {
 namespace {
@@ -26,7 +28,8 @@ void infer(InferContext& c) {
 }
 
 // Softmax along contiguous rows (inner == 1, the usual last-axis case): the same arithmetic
-// in the same order as the general loop below, without its per-row index vectors.
+// in the same order as the general loop below, without its per-row index vectors (float64;
+// float32 has the vectorised specialisation below).
 template <class T>
 void softmax_rows(const T* x, T* y, int64_t outer, int64_t n, ThreadPool* pool) {
   auto body = [&](int64_t begin, int64_t end) {
@@ -45,6 +48,32 @@ void softmax_rows(const T* x, T* y, int64_t outer, int64_t n, ThreadPool* pool) 
     }
   };
   parallel_or_serial(pool, outer, body);
+}
+
+// Float32 rows, vectorised (ops/vec_math.h exp; the sum is reassociated across lanes).
+JOULE_ALWAYS_INLINE void softmax_row_body(const float* x, float* y, int64_t n) {
+  float m = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : m)
+  for (int64_t k = 0; k < n; ++k) m = x[k] > m ? x[k] : m;
+  float s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t k = 0; k < n; ++k) {
+    const float e = vec::exp(x[k] - m);
+    y[k] = e;
+    s += e;
+  }
+  const float inv = 1.f / s;
+  for (int64_t k = 0; k < n; ++k) y[k] *= inv;
+}
+void softmax_row(const float* x, float* y, int64_t n) { softmax_row_body(x, y, n); }
+JOULE_AVX512 void softmax_row_avx512(const float* x, float* y, int64_t n) { softmax_row_body(x, y, n); }
+
+template <>
+void softmax_rows<float>(const float* x, float* y, int64_t outer, int64_t n, ThreadPool* pool) {
+  const auto row = cpu_features().avx512 ? softmax_row_avx512 : softmax_row;
+  parallel_or_serial(pool, outer, [&](int64_t begin, int64_t end) {
+    for (int64_t o = begin; o < end; ++o) row(x + o * n, y + o * n, n);
+  });
 }
 
 // x viewed as [outer, n, inner]; the op runs along n.

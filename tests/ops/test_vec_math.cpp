@@ -1,0 +1,94 @@
+// ops/vec_math.h (the vectorised float32 exp/erfc/GELU) against libm in double, and the float32
+// fast paths of Gelu, Softmax and LayerNormalization against the same ops in float64. CTest runs
+// these once more with JOULE_ISA=avx2, so both the AVX-512 and the baseline builds are checked.
+#include <cmath>
+#include <cstdio>
+
+#include "joule/ops/vec_math.h"
+#include "ops/test_nn_util.h"
+#include "test_tensors.h"
+
+namespace joule::testing::nn {
+namespace {
+
+namespace vec = joule::ops::vec;
+
+double rel_err(double got, double want) { return std::abs(got - want) / std::max(std::abs(want), 1e-300); }
+
+TEST(VecMath, ExpRelativeErrorOverTheRange) {
+  double worst = 0;
+  for (double x = -87.0; x <= 88.0; x += 0.001) {
+    const float xf = static_cast<float>(x);
+    worst = std::max(worst, rel_err(vec::exp(xf), std::exp(static_cast<double>(xf))));
+  }
+  EXPECT_LT(worst, 2.5e-7);
+  EXPECT_EQ(vec::exp(0.f), 1.f);
+  EXPECT_EQ(vec::exp(-100.f), 0.f);
+  EXPECT_EQ(vec::exp(-std::numeric_limits<float>::infinity()), 0.f);
+  EXPECT_TRUE(std::isnan(vec::exp(std::nanf(""))));
+}
+
+// The GELU forms against double-precision references (the tanh form as x / (1 + e^(-2u)), the
+// same function without the cancellation of 1 + tanh(u) for u << 0).
+TEST(VecMath, GeluMatchesErfAndTanhForms) {
+  double rel_erf = 0, rel_tanh = 0, abs_erf = 0, abs_tanh = 0;
+  for (double x = -12.0; x <= 12.0; x += 0.0005) {
+    const float xf = static_cast<float>(x);
+    const double xd = xf;
+    const double erf_ref = 0.5 * xd * std::erfc(-xd / std::sqrt(2.0));
+    const double tanh_ref = xd / (1 + std::exp(-2 * std::sqrt(2 / M_PI) * (xd + 0.044715 * xd * xd * xd)));
+    abs_erf = std::max(abs_erf, std::abs(vec::gelu_erf(xf) - erf_ref));
+    abs_tanh = std::max(abs_tanh, std::abs(vec::gelu_tanh(xf) - tanh_ref));
+    // Relative error where the value matters: from x = -3 (|gelu| ~ 4e-3) up. Further left
+    // e^(-x^2/2) carries the float rounding of x^2, a relative error that grows with x^2 on
+    // values below 1e-5.
+    if (x >= -3 && xd != 0) {
+      rel_erf = std::max(rel_erf, rel_err(vec::gelu_erf(xf), erf_ref));
+      rel_tanh = std::max(rel_tanh, rel_err(vec::gelu_tanh(xf), tanh_ref));
+    }
+  }
+  EXPECT_LT(rel_erf, 2e-6);
+  EXPECT_LT(rel_tanh, 2e-6);
+  EXPECT_LT(abs_erf, 1e-6);   // |x| up to 12: a few ulp of the largest values
+  EXPECT_LT(abs_tanh, 1e-6);
+  EXPECT_EQ(vec::gelu_erf(0.f), 0.f);
+  EXPECT_EQ(vec::gelu_erf(std::numeric_limits<float>::infinity()), std::numeric_limits<float>::infinity());
+  std::printf("gelu erf: max rel %.3g (x >= -3), max abs %.3g; tanh: max rel %.3g, max abs %.3g\n", rel_erf,
+              abs_erf, rel_tanh, abs_tanh);
+}
+
+// Float32 (fast path) against float64 (libm reference) for the same values.
+void expect_float_matches_double(const std::string& op, const std::vector<Tensor>& in, Attrs attrs, int64_t opset,
+                                 double atol, double rtol) {
+  std::vector<Tensor> in64;
+  for (const Tensor& t : in) in64.push_back(t.cast(DType::Float64));
+  const Tensor got = run1(op, in, attrs, opset);
+  const Tensor want = run1(op, in64, attrs, opset);
+  EXPECT_EQ(got.dtype(), DType::Float32);
+  expect_close(got, want, atol, rtol, op);
+}
+
+TEST(VecMath, GeluOpFloat32) {
+  // 1000 elements: vector body and remainder; values wide enough for both tails.
+  const Tensor x = random_tensor({10, 100}, 7, -8.f, 8.f);
+  expect_float_matches_double("Gelu", {x}, {}, 20, 1e-7, 1e-6);
+  expect_float_matches_double("Gelu", {x}, {{"approximate", std::string("tanh")}}, 20, 1e-7, 1e-6);
+}
+
+TEST(VecMath, SoftmaxOpFloat32RowLengths) {
+  for (int64_t n : {1, 3, 16, 17, 65, 200}) {
+    const Tensor x = random_tensor({3, n}, static_cast<uint32_t>(n), -20.f, 20.f);
+    expect_float_matches_double("Softmax", {x}, {}, 13, 1e-8, 2e-6);
+  }
+}
+
+TEST(VecMath, LayerNormOpFloat32) {
+  for (int64_t n : {1, 7, 128, 385}) {
+    const Tensor x = random_tensor({4, n}, static_cast<uint32_t>(n), -3.f, 5.f);
+    const Tensor scale = random_tensor({n}, 11, 0.5f, 2.f), bias = random_tensor({n}, 12);
+    expect_float_matches_double("LayerNormalization", {x, scale, bias}, {}, 17, 1e-5, 1e-5);
+  }
+}
+
+}  // namespace
+}  // namespace joule::testing::nn
