@@ -232,7 +232,8 @@ void random_pools(PoolKind kind, uint32_t seed) {
     Ints pd(2 * p.nsp);
     for (int i = 0; i < p.nsp; ++i) {
       const int64_t k = ri(1, 4), s = ri(1, 3), d = kind == PoolKind::Max ? ri(1, 2) : 1;
-      const int64_t ek = (k - 1) * d + 1, in = ek + ri(0, 6);
+      // Up to 46 wide in 1-D/2-D: the vectorised rows of MaxPool's fast path run full vectors.
+      const int64_t ek = (k - 1) * d + 1, in = ek + ri(0, p.nsp <= 2 ? 40 : 6);
       int64_t pb = std::min<int64_t>(ri(0, 2), k - 1), pe = std::min<int64_t>(ri(0, 2), k - 1);
       pd[i] = pb, pd[p.nsp + i] = pe;
       p.k.push_back(k), p.s.push_back(s), p.d.push_back(d), p.in.push_back(in);

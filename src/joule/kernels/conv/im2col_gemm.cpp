@@ -1,15 +1,17 @@
 // im2col + SGEMM convolution. Work items are (image, group, slice of output pixels); a thread
 // copies the slice's receptive fields into its own scratch matrix col [K x cols] (K =
 // C/g*KH*KW, row r = (c, kh, kw), zeros where a tap falls in the padding) and computes
-// y[g*M/g.., slice] = W_g [M/g x K] * col with cblas_sgemm (ldc = OH*OW), then applies the
-// epilogue to the slice. 1x1 stride-1 unpadded convs use the input itself as col.
+// y[g*M/g.., slice] = W_g [M/g x K] * col with oneDNN's JIT SGEMM, one thread per call (ldc =
+// OH*OW), then applies the epilogue to the slice. 1x1 stride-1 unpadded convs use the input
+// itself as col. (OpenBLAS was the SGEMM first: Debian's 0.3.21 runs its AVX2 kernels on
+// AVX-512 CPUs, and oneDNN's is 1.4-2x faster on the layers of bench/kernels_bench.)
 #include "joule/kernels/conv/im2col_gemm.h"
-
-#include <cblas.h>
 
 #include <algorithm>
 #include <cstring>
 #include <vector>
+
+#include "joule/kernels/gemm/sgemm.h"
 
 namespace joule::kernels {
 
@@ -82,9 +84,7 @@ class Im2colGemmConv final : public ConvKernel {
     }
     const int64_t m0 = g * mg;
     float* yg = y + (n * s_.m + m0) * p_ + p0;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(mg), static_cast<int>(cw),
-                static_cast<int>(k_), 1.f, w_.data() + m0 * k_, static_cast<int>(k_), b, static_cast<int>(ldb), 0.f, yg,
-                static_cast<int>(p_));
+    sgemm(Blas::kOnednn, 1, false, false, mg, cw, k_, 1.f, w_.data() + m0 * k_, k_, b, ldb, 0.f, yg, p_);
     if (bias_.empty() && !ep_.residual && ep_.act == Activation::kNone) return;
     const float* rg = ep_.residual ? residual + (n * s_.m + m0) * p_ + p0 : nullptr;
     for (int64_t i = 0; i < mg; ++i) {
