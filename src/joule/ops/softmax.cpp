@@ -50,20 +50,40 @@ void softmax_rows(const T* x, T* y, int64_t outer, int64_t n, ThreadPool* pool) 
   parallel_or_serial(pool, outer, body);
 }
 
-// Float32 rows, vectorised (ops/vec_math.h exp; the sum is reassociated across lanes).
+// Float32 rows, vectorised (ops/vec_math.h exp; sums and maxima reassociated across 16
+// lanes). Loops run over whole blocks of 16 with a fixed inner trip count, and the last partial
+// block is padded (with -inf, whose exp is 0), so rows of any length stay on vector code:
+// attention rows (65, 197, ...) rarely divide by 16, and a scalar remainder of exps cost more
+// than the vector part.
 JOULE_ALWAYS_INLINE void softmax_row_body(const float* x, float* y, int64_t n) {
-  float m = -std::numeric_limits<float>::infinity();
-#pragma omp simd reduction(max : m)
-  for (int64_t k = 0; k < n; ++k) m = x[k] > m ? x[k] : m;
-  float s = 0;
-#pragma omp simd reduction(+ : s)
-  for (int64_t k = 0; k < n; ++k) {
-    const float e = vec::exp(x[k] - m);
-    y[k] = e;
-    s += e;
+  constexpr int64_t L = 16;
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  const int64_t nf = n / L * L, nt = n - nf;
+  float tail[L];
+  for (int64_t l = 0; l < L; ++l) tail[l] = l < nt ? x[nf + l] : kNegInf;
+  float mv[L];
+  for (int64_t l = 0; l < L; ++l) mv[l] = tail[l];
+  for (int64_t i = 0; i < nf; i += L)
+    for (int64_t l = 0; l < L; ++l) mv[l] = x[i + l] > mv[l] ? x[i + l] : mv[l];
+  float m = kNegInf;
+  for (int64_t l = 0; l < L; ++l) m = mv[l] > m ? mv[l] : m;
+  float sv[L];
+  for (int64_t l = 0; l < L; ++l) {
+    tail[l] = vec::exp(tail[l] - m);
+    sv[l] = tail[l];
   }
+  for (int64_t i = 0; i < nf; i += L)
+    for (int64_t l = 0; l < L; ++l) {
+      const float e = vec::exp(x[i + l] - m);
+      y[i + l] = e;
+      sv[l] += e;
+    }
+  float s = 0;
+  for (int64_t l = 0; l < L; ++l) s += sv[l];
   const float inv = 1.f / s;
-  for (int64_t k = 0; k < n; ++k) y[k] *= inv;
+  for (int64_t i = 0; i < nf; i += L)
+    for (int64_t l = 0; l < L; ++l) y[i + l] *= inv;
+  for (int64_t l = 0; l < nt; ++l) y[nf + l] = tail[l] * inv;
 }
 void softmax_row(const float* x, float* y, int64_t n) { softmax_row_body(x, y, n); }
 JOULE_AVX512 void softmax_row_avx512(const float* x, float* y, int64_t n) { softmax_row_body(x, y, n); }
