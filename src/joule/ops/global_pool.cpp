@@ -37,7 +37,8 @@ void global_pool(const Tensor& X, Tensor& Y, Kind kind, double pw, ThreadPool* p
         for (int64_t i = 0; i < plane; ++i) m = xp[i] > m || i == 0 ? xp[i] : m;
         y[t] = m;
       } else if (kind == Kind::Avg) {
-        double s = 0;
+        double s = 0;  // double lanes, reassociated: vectorises, and stays more exact than a float sum
+#pragma omp simd reduction(+ : s)
         for (int64_t i = 0; i < plane; ++i) s += static_cast<double>(xp[i]);
         y[t] = static_cast<T>(s / static_cast<double>(plane));
       } else {
