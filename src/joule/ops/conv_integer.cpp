@@ -15,7 +15,7 @@ void run_conv_integer(KernelContext& c) {
   const Tensor& W = c.in(1);
   const Tensor x = qint::centered(c, c.in(0), qint::param(c, 2, 1, 0, "x_zero_point"), 1, "x");
   const Tensor w = qint::centered(c, W, qint::param(c, 3, W.dim(0), 0, "w_zero_point"), 0, "w");
-  c.outputs[0] = qint::conv_acc(c, x, w).cast(DType::Int32);
+  c.outputs[0] = qint::reference_acc(c, "Conv", x, w).cast(DType::Int32);
 }
 
 Cost cost_conv_integer(const CostContext& c) { return qint::conv_cost(c, 1); }
@@ -29,7 +29,7 @@ void run_qlinear_conv(KernelContext& c) {
   const int64_t M = W.dim(0);
   const Tensor x = qint::centered(c, c.in(0), qint::param(c, 2, 1, 0, "x_zero_point"), 1, "x");
   const Tensor w = qint::centered(c, W, qint::param(c, 5, M, 0, "w_zero_point"), 0, "w");
-  Tensor acc = qint::conv_acc(c, x, w);
+  Tensor acc = qint::reference_acc(c, "Conv", x, w);
   const int64_t plane = acc.numel() / std::max<int64_t>(1, acc.dim(0) * M);
   if (c.has(8)) {
     const Tensor& B = c.in(8);

@@ -49,21 +49,12 @@ inline Tensor centered(const KernelContext& c, const Tensor& codes, const std::v
   return r;
 }
 
-// Convolution of centred float64 tensors with the node's Conv attributes (Conv's reference).
-inline Tensor conv_acc(const KernelContext& c, const Tensor& x, const Tensor& w) {
-  static const OpDef* conv = find_op("", "Conv");
-  KernelContext k{c.node, c.opset, {&x, &w}, {}, c.pool};
-  k.outputs.resize(1);
-  conv->run(k);
-  return k.outputs[0];
-}
-
-// Matrix product of centred float64 tensors (MatMul's reference, numpy semantics).
-inline Tensor matmul_acc(const KernelContext& c, const Tensor& a, const Tensor& b) {
-  static const OpDef* matmul = find_op("", "MatMul");
+// The float64 reference of `op` ("Conv" or "MatMul", with the node's attributes) on centred
+// tensors: the exact integer accumulation, as doubles.
+inline Tensor reference_acc(const KernelContext& c, const char* op, const Tensor& a, const Tensor& b) {
   KernelContext k{c.node, c.opset, {&a, &b}, {}, c.pool};
   k.outputs.resize(1);
-  matmul->run(k);
+  find_op("", op)->run(k);
   return k.outputs[0];
 }
 

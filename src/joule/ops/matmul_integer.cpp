@@ -18,7 +18,7 @@ void run_matmul_integer(KernelContext& c) {
   const Tensor& B = c.in(1);
   const Tensor a = qint::centered(c, A, qint::param(c, 2, rows(A), 0, "a_zero_point"), -2, "A");
   const Tensor b = qint::centered(c, B, qint::param(c, 3, cols(B), 0, "b_zero_point"), -1, "B");
-  c.outputs[0] = qint::matmul_acc(c, a, b).cast(DType::Int32);
+  c.outputs[0] = qint::reference_acc(c, "MatMul", a, b).cast(DType::Int32);
 }
 
 Cost cost_matmul_integer(const CostContext& c) { return qint::matmul_cost(c, 0); }
@@ -31,7 +31,7 @@ void run_qlinear_matmul(KernelContext& c) {
   const int64_t M = rows(A), N = cols(B);
   const Tensor a = qint::centered(c, A, qint::param(c, 2, M, 0, "a_zero_point"), -2, "A");
   const Tensor b = qint::centered(c, B, qint::param(c, 5, N, 0, "b_zero_point"), -1, "B");
-  const Tensor acc = qint::matmul_acc(c, a, b);
+  const Tensor acc = qint::reference_acc(c, "MatMul", a, b);
   const std::vector<double> as = qint::param(c, 1, M, 1, "a_scale"), bs = qint::param(c, 4, N, 1, "b_scale");
   const float ys = static_cast<float>(qint::param(c, 6, 1, 1, "y_scale")[0]);
   const float yzp = static_cast<float>(qint::param(c, 7, 1, 0, "y_zero_point")[0]);

@@ -42,7 +42,7 @@ void run(KernelContext& c) {
   const Tensor x0 = nhwc ? movement::transpose_tensor(c.in(0), {0, 3, 1, 2}) : c.in(0);
   const Tensor x = qint::centered(c, x0, qint::param(c, 2, 1, 0, "x_zero_point"), 1, "x");
   const Tensor w = qint::centered(c, W, qint::param(c, 5, M, 0, "w_zero_point"), 0, "w");
-  const Tensor acc = qint::conv_acc(c, x, w);
+  const Tensor acc = qint::reference_acc(c, "Conv", x, w);
   qint::q_epilogue(c, acc, M, acc.numel() / std::max<int64_t>(1, acc.dim(0) * M));
   if (nhwc) c.outputs[0] = movement::transpose_tensor(c.outputs[0], {0, 2, 3, 1});
 }
