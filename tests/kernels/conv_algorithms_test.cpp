@@ -8,6 +8,8 @@
 #include "graph_builder.h"
 #include "joule/core/cpu_features.h"
 #include "joule/kernels/algorithm.h"
+#include "joule/core/error.h"
+#include "joule/ops/movement_util.h"
 #include "kernel_test_util.h"
 
 namespace joule {
@@ -164,6 +166,57 @@ TEST(ConvAlgorithms, ResNetShapes) {
           << a->name << " on " << describe(k);
     }
   }
+}
+
+// The same node on N,H,W,C tensors (FusedConv `channels_last`, as the channels_last pass makes
+// it): x, the residual and y permuted, the rest unchanged.
+ir::Graph channels_last(const ir::Graph& nchw) {
+  ir::Graph g = nchw;
+  ir::Node& c = *g.nodes.back();
+  if (c.op_type == "Conv") {
+    c.op_type = "FusedConv";
+    c.attrs["activation"] = std::string();
+    c.attrs["activation_params"] = std::vector<float>{};
+  }
+  c.domain = "joule";
+  g.opsets["joule"] = 1;
+  c.attrs["channels_last"] = int64_t{1};
+  for (const char* v : {"x", "z", "y"})
+    if (g.types.count(v)) g.types[v] = ops::movement::permute_type(g.types[v], ops::movement::kNchwToNhwc);
+  return g;
+}
+
+Tensor nhwc(const Tensor& t) { return ops::movement::transpose_tensor(t, ops::movement::kNchwToNhwc); }
+
+// onednn on N,H,W,C tensors, and the reference kernel's channels_last path, against the
+// N,C,H,W reference; the N,C,H,W-only algorithms refuse such a node, saying why.
+TEST(ConvAlgorithms, ChannelsLastMatchesNchw) {
+  std::mt19937 rng(77);
+  int ran = 0;
+  for (int i = 0; i < 80; ++i) {
+    const ConvCase k = random_case(rng);
+    if (k.one_d) continue;
+    const ir::Graph g = build(k, static_cast<uint32_t>(i));
+    const ir::Graph h = channels_last(g);
+    runtime::TensorMap in = {{"x", testing::random_tensor(g.type_of("x")->static_shape(), 3u * i)}};
+    if (k.residual) in["z"] = testing::random_tensor(g.type_of("z")->static_shape(), 3u * i + 1);
+    const Tensor want = nhwc(testing::run_with_algo(g, in, {"reference"}, "conv", k.threads).out.at("y"));
+    runtime::TensorMap in_nhwc;
+    for (auto& [name, t] : in) in_nhwc[name] = nhwc(t);
+    const auto ref = testing::run_with_algo(h, in_nhwc, {"reference"}, "conv", k.threads);
+    EXPECT_LE(testing::rel_error(ref.out.at("y"), want), 1e-5) << "reference on " << describe(k);
+    const auto got = testing::run_with_algo(h, in_nhwc, {"conv=onednn,reference"}, "conv", k.threads);
+    if (got.algorithm != "onednn") continue;
+    ++ran;
+    EXPECT_LE(testing::rel_error(got.out.at("y"), want), 1e-4) << "onednn on " << describe(k);
+    try {
+      testing::run_with_algo(h, in_nhwc, {"conv=im2col_gemm"}, "conv", k.threads);
+      ADD_FAILURE() << "im2col_gemm ran a channels_last node";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("channels_last"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_GE(ran, 40);
 }
 
 }  // namespace

@@ -205,16 +205,16 @@ default:
   EXPECT_LE(max_diff, 0.05 * max_logit) << "largest logit difference";
 }
 
-// int8_channels_last: every QConv runs N,H,W,C; the transposes left are the edges of the
+// channels_last on the lowered graph: every QConv runs N,H,W,C; the transposes left are the edges of the
 // integer region (the input, around MaxPool, before Flatten), and nothing computes differently.
-TEST(Int8ChannelsLast, KeepsActivationsNhwcBetweenIntegerConvs) {
+TEST(ChannelsLast, KeepsActivationsNhwcBetweenIntegerConvs) {
   const ir::Graph sim = quantized(small_net(), kW8A8, random_inputs(4, 10));
   ir::Graph low = sim;
   passes::run_pipeline(low, {"lower_int8"});
   ir::Graph nhwc = low;
-  const auto report = passes::run_pipeline(nhwc, {"int8_channels_last"});
+  const auto report = passes::run_pipeline(nhwc, {"channels_last"});
   const auto& info = report["passes"][0]["info"];
-  EXPECT_EQ(info["qconv_channels_last"].get<int>(), 3);
+  EXPECT_EQ(info["convs_channels_last"].get<int>(), 3);
   int channels_last = 0;
   for (auto& n : nhwc.nodes) channels_last += n->op_type == "QConv" && n->attr_int("channels_last", 0) == 1;
   EXPECT_EQ(channels_last, 3);

@@ -38,7 +38,7 @@ Action add_bench(CLI::App& app) {
     opt.threads = a->threads;
     const std::string path = resolve_model_path(a->model);
     ir::Graph g = load_model_or_default(path);
-    nlohmann::json pipeline = apply_passes(g, a->passes, a->int8);
+    nlohmann::json pipeline = apply_passes(g, a->passes, a->int8, &opt);
     runtime::Session session(std::move(g), opt);
     runtime::TensorMap inputs =
         a->inputs.empty() ? runtime::random_inputs(session) : bind_inputs(a->inputs, session.input_names());

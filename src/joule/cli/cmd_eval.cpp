@@ -40,10 +40,10 @@ Action add_eval(CLI::App& app) {
     apply_input_shapes(g, a->input_shapes);
     std::string how;
     auto d = open_data(a->data, g, path, a->flags, &how);
-    apply_passes(g, a->passes, a->int8);
     runtime::SessionOptions so;
     so.threads = a->threads;
     so.algo = a->algo.spec();
+    apply_passes(g, a->passes, a->int8, &so);
     runtime::Session s(std::move(g), so);
     data::EvalResult r = data::evaluate(s, *d, a->limit, [](size_t done, size_t total) {
       if (isatty(2) && done % 200 == 0) fmt::print(stderr, "\revaluating {}/{}", done, total);

@@ -119,13 +119,13 @@ Action add_info(CLI::App& app) {
     nlohmann::json pipeline;
     apply_input_shapes(g, a->input_shapes);
     if (a->plan && a->after_passes.empty()) a->after_passes = "default";
-    if (!a->after_passes.empty()) pipeline = apply_passes(g, a->after_passes);
+    runtime::SessionOptions so;
+    so.threads = a->threads;
+    so.algo = a->algo.spec();
+    if (!a->after_passes.empty()) pipeline = apply_passes(g, a->after_passes, "simulated", &so);
     nlohmann::json j = passes::model_info(g);
     if (!pipeline.is_null()) j["passes"] = pipeline;
     if (a->plan) {
-      runtime::SessionOptions so;
-      so.threads = a->threads;
-      so.algo = a->algo.spec();
       runtime::Session session(g, so);
       j["plan"] = plan_json(session);
     }

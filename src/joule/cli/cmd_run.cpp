@@ -43,7 +43,7 @@ Action add_run(CLI::App& app) {
     opt.algo = a->algo.spec();
     opt.threads = a->threads;
     ir::Graph g = load_model_or_default(a->model);
-    apply_passes(g, a->passes, a->int8);
+    apply_passes(g, a->passes, a->int8, &opt);
     runtime::Session session(std::move(g), opt);
     runtime::TensorMap inputs = bind_inputs(a->inputs, session.input_names());
     std::vector<double> ms;

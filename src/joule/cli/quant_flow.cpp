@@ -88,9 +88,9 @@ std::vector<std::string> joule_op_nodes(const ir::Graph& g) {
 
 runtime::Session fast_session(const ir::Graph& g, int threads, const std::string& int8) {
   ir::Graph run = g;
-  apply_passes(run, "default", int8);
   runtime::SessionOptions so;
   so.threads = threads;
+  apply_passes(run, "default", int8, &so);
   return runtime::Session(std::move(run), so);
 }
 

@@ -112,10 +112,15 @@ std::string safe_filename(const std::string& s) {
   return r;
 }
 
-nlohmann::json apply_passes(ir::Graph& g, const std::string& spec, const std::string& int8) {
+nlohmann::json apply_passes(ir::Graph& g, const std::string& spec, const std::string& int8,
+                            const runtime::SessionOptions* session) {
   std::vector<std::string> names = passes::parse_pipeline(spec);
   if (int8 == "real") names = passes::int8_pipeline(names);
   passes::PassOptions opt;
+  const runtime::SessionOptions so = session ? *session : runtime::SessionOptions{};
+  opt.channels_last_conv = [&so](const ir::Graph& graph, const ir::Node& n) {
+    return so.algo.wants_channels_last(graph, n, so.threads);
+  };
   if (const char* v = std::getenv("JOULE_VERIFY_PASSES")) opt.verify = std::string(v) == "1";
   return passes::run_pipeline(g, names, opt);
 }
@@ -128,7 +133,7 @@ void add_int8_option(CLI::App& app, std::string& mode) {
 }
 
 std::string int8_note(const std::string& mode) {
-  return mode == "real" ? "int8 real: QDQ patterns on integer kernels (lower_int8, int8_channels_last), the rest in float"
+  return mode == "real" ? "int8 real: QDQ patterns on integer kernels (lower_int8, channels_last), the rest in float"
                         : "int8 simulated: the float engine runs the QDQ graph";
 }
 

@@ -30,7 +30,10 @@ std::string safe_filename(const std::string& s);
 // JOULE_VERIFY_PASSES=1 verifies the graph after every pass. Unknown names: BadInput.
 // `int8 == "real"` runs passes::int8_pipeline: QDQ patterns (Q/DQ around Conv, Gemm, MatMul)
 // run on integer kernels, in N,H,W,C between them; "simulated" leaves them to the float engine (exactly the QDQ arithmetic).
-nlohmann::json apply_passes(ir::Graph& g, const std::string& spec, const std::string& int8 = "simulated");
+// `session`: the options the graph will run with; its algorithm choice and threads decide which
+// float convs channels_last moves (null: the defaults, guess on all cores).
+nlohmann::json apply_passes(ir::Graph& g, const std::string& spec, const std::string& int8 = "simulated",
+                            const runtime::SessionOptions* session = nullptr);
 
 // --int8 real|simulated (default real), on every command that runs a model.
 void add_int8_option(CLI::App& app, std::string& mode);

@@ -28,6 +28,9 @@ struct NodeView {
   const Tensor* constant(size_t i) const { return i < constants.size() ? constants[i] : nullptr; }
 };
 
+// The view of node `n` of `g`: types from g.types, constants from its initializers.
+NodeView view_of(const ir::Graph& g, const ir::Node& n, int threads);
+
 class Kernel {
  public:
   virtual ~Kernel() = default;

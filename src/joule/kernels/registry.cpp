@@ -48,6 +48,17 @@ const Algorithm* find_algorithm(const std::string& op_class, const std::string& 
   return nullptr;
 }
 
+NodeView view_of(const ir::Graph& g, const ir::Node& n, int threads) {
+  NodeView v{n, {}, {}, {}, threads};
+  for (const std::string& in : n.inputs) {
+    v.in_types.push_back(in.empty() ? nullptr : g.type_of(in));
+    auto it = in.empty() ? g.initializers.end() : g.initializers.find(in);
+    v.constants.push_back(it == g.initializers.end() ? nullptr : &it->second);
+  }
+  for (const std::string& out : n.outputs) v.out_types.push_back(out.empty() ? nullptr : g.type_of(out));
+  return v;
+}
+
 bool NodeView::static_shape(size_t i, Shape* out) const {
   if (!has(i) || !in_types[i]->is_static()) return false;
   *out = in_types[i]->static_shape();

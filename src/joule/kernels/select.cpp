@@ -11,6 +11,8 @@
 
 #include "joule/core/cpu_features.h"
 #include "joule/core/error.h"
+#include "joule/core/thread_pool.h"
+#include "joule/kernels/conv/conv_node.h"
 
 namespace joule::kernels {
 
@@ -131,6 +133,14 @@ bool AlgoSpec::uses_auto() const {
   return false;
 }
 
+bool AlgoSpec::wants_channels_last(const ir::Graph& g, const ir::Node& n, int threads) const {
+  const std::vector<std::string>* rule = rule_for(n, "conv");
+  const std::string& first = rule && !rule->empty() ? rule->front() : policy;
+  if (first == "onednn") return true;
+  if (first != "guess" && first != "auto") return false;
+  return channels_last_estimated_faster(g, n, threads > 0 ? threads : ThreadPool::default_threads());
+}
+
 std::string tuning_key(const NodeView& v) {
   const ir::Node& n = v.node;
   nlohmann::json j;
@@ -178,9 +188,9 @@ void Selector::check_targets(const ir::Graph& g) const {
   }
 }
 
-const std::vector<std::string>* Selector::rule_for(const ir::Node& n, const std::string& op_class) const {
+const std::vector<std::string>* AlgoSpec::rule_for(const ir::Node& n, const std::string& op_class) const {
   const std::vector<std::string>* by_class = nullptr;
-  for (auto& [target, names] : spec_.rules) {
+  for (auto& [target, names] : rules) {
     if (target == n.name) return &names;
     if (target == op_class) by_class = &names;
   }
@@ -256,7 +266,7 @@ Selection Selector::select(const NodeView& v) {
     else
       reasons += std::string(reasons.empty() ? "" : "; ") + a->name + ": " + r;
   }
-  const std::vector<std::string>* rule = rule_for(v.node, cls);
+  const std::vector<std::string>* rule = spec_.rule_for(v.node, cls);
   if (!rule) return choose_by_policy(spec_.policy, v, supported);
   std::string refused;
   for (const std::string& name : *rule) {

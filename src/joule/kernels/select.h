@@ -27,6 +27,12 @@ struct AlgoSpec {
   // Reads a YAML file of `target: name | [names]` (and `default: policy`).
   void add_file(const std::string& path);
   bool uses_auto() const;
+  // The preference list for a node of `op_class` (node rules beat class rules); null: the policy.
+  const std::vector<std::string>* rule_for(const ir::Node& n, const std::string& op_class) const;
+  // Should the channels_last pass move float conv `n` of `g` to N,H,W,C, where only onednn
+  // runs it? Yes when the node's first choice is onednn, or guess/auto and the estimates say
+  // it is faster there (kernels::channels_last_estimated_faster); `threads` 0: all cores.
+  bool wants_channels_last(const ir::Graph& g, const ir::Node& n, int threads) const;
 };
 
 struct Selection {
@@ -49,7 +55,6 @@ class Selector {
   std::string cache_problem() const;
 
  private:
-  const std::vector<std::string>* rule_for(const ir::Node& n, const std::string& op_class) const;
   Selection choose_by_policy(const std::string& policy, const NodeView& v,
                              const std::vector<const Algorithm*>& candidates);
   Selection measure(const NodeView& v, const std::vector<const Algorithm*>& candidates);

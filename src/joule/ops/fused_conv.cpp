@@ -2,9 +2,12 @@
 // Conv followed by a residual Add and/or an activation (ORT's com.microsoft FusedConv).
 // Inputs X, W, optional B, optional Z (same shape as Y). Attributes: Conv's, plus
 // `activation` ("", Relu, LeakyRelu, Clip) and `activation_params` (LeakyRelu: [alpha];
-// Clip: [min, max]). The reference kernel runs Conv's reference and then the epilogue.
+// Clip: [min, max]), and `channels_last` (1: X, Z and Y are N,H,W,C instead of N,C,H,W; set
+// by the channels_last pass so that a chain of convs needs no layout reorders). The reference
+// kernel runs Conv's reference (on N,C,H,W) and then the epilogue.
 #include <algorithm>
 
+#include "joule/ops/movement_util.h"
 #include "joule/ops/nn_util.h"
 
 namespace joule::ops {
@@ -28,6 +31,8 @@ struct Act {
   }
 };
 
+bool channels_last(const ir::Node& n) { return n.attr_int("channels_last", 0) != 0; }
+
 std::string check(const ir::Node& n, int64_t opset) {
   const Act a(n);
   const size_t want = a.kind == "Clip" ? 2 : a.kind == "LeakyRelu" ? 1 : 0;
@@ -38,7 +43,16 @@ std::string check(const ir::Node& n, int64_t opset) {
 }
 
 void infer(InferContext& c) {
-  conv_def().infer(c);
+  if (channels_last(c.node)) {
+    JOULE_CHECK(!c.in(0).has_shape || c.in(0).dims.size() == 4, c.node.where() + ": channels_last needs a rank-4 input");
+    const ir::TensorType x = movement::permute_type(c.in(0), movement::kNhwcToNchw);
+    InferContext k{c.node, c.opset, c.input_types, c.input_values, {ir::TensorType{}}, {Tensor{}}};
+    k.input_types[0] = &x;
+    conv_def().infer(k);
+    c.out(0) = movement::permute_type(k.out(0), movement::kNchwToNhwc);
+  } else {
+    conv_def().infer(c);
+  }
   if (c.has(3)) {
     const ir::TensorType& z = c.in(3);
     const ir::TensorType& y = c.out(0);
@@ -51,8 +65,15 @@ void run(KernelContext& c) {
   if (run_half_as_float(c, run)) return;
   KernelContext conv{c.node, c.opset, {c.inputs.begin(), c.inputs.begin() + std::min<size_t>(3, c.inputs.size())}, {}, c.pool};
   conv.outputs.resize(1);
+  const bool nhwc = channels_last(c.node);
+  Tensor x_nchw;
+  if (nhwc) {
+    if (c.in(0).rank() != 4) fail(c.node.where() + ": channels_last needs a rank-4 input, got " + c.in(0).describe());
+    x_nchw = movement::transpose_tensor(c.in(0), movement::kNhwcToNchw);
+    conv.inputs[0] = &x_nchw;
+  }
   conv_def().run(conv);
-  Tensor Y = conv.outputs[0];
+  Tensor Y = nhwc ? movement::transpose_tensor(conv.outputs[0], movement::kNchwToNhwc) : conv.outputs[0];
   const Tensor* Z = c.has(3) ? c.inputs[3] : nullptr;
   if (Z && (Z->shape() != Y.shape() || Z->dtype() != Y.dtype()))
     fail(c.node.where() + ": residual " + Z->describe() + " does not match the output " + Y.describe());

@@ -115,6 +115,13 @@ Tensor strided_copy(const Tensor& in, const Shape& out_shape, const std::vector<
   return out;
 }
 
+ir::TensorType permute_type(const ir::TensorType& t, const std::vector<int64_t>& perm) {
+  ir::TensorType r = t;
+  if (t.has_shape && t.dims.size() == perm.size())
+    for (size_t i = 0; i < perm.size(); ++i) r.dims[i] = t.dims[static_cast<size_t>(perm[i])];
+  return r;
+}
+
 Tensor transpose_tensor(const Tensor& x, const std::vector<int64_t>& perm) {
   const auto in_strides = shape_strides(x.shape());
   Shape out_shape(perm.size());

@@ -38,6 +38,11 @@ int64_t static_length(const InferContext& c, size_t i);
 ir::Dim dims_product(const std::vector<ir::Dim>& dims, size_t begin, size_t end);
 // Dim arithmetic that keeps static values and otherwise gives unknown.
 ir::Dim dim_mul(const ir::Dim& d, int64_t k);
+// The axis orders of channels_last ops (QConv, FusedConv with `channels_last`): N,H,W,C.
+inline const std::vector<int64_t> kNchwToNhwc{0, 2, 3, 1}, kNhwcToNchw{0, 3, 1, 2};
+// The type with its dims permuted: out.dims[d] = t.dims[perm[d]] (unchanged when t has no
+// shape of that rank).
+ir::TensorType permute_type(const ir::TensorType& t, const std::vector<int64_t>& perm);
 // Rank of a type that must have a shape at run time (for kernels, always known).
 inline int64_t rank_of(const ir::TensorType& t) { return static_cast<int64_t>(t.dims.size()); }
 

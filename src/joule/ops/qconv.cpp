@@ -4,7 +4,7 @@
 // 3 w codes (int8), 4 w_scale (scalar or per output channel), 5 w_zero_point (same), 6 bias
 // (float32 [M], optional), 7 y_scale, 8 y_zero_point (both optional). Attributes: Conv's, plus
 // FusedConv's `activation` ("", Relu, LeakyRelu, Clip) and `activation_params`, and
-// `channels_last` (1: x and y are N,H,W,C instead of N,C,H,W; set by the int8_channels_last
+// `channels_last` (1: x and y are N,H,W,C instead of N,C,H,W; set by the channels_last
 // pass so consecutive integer convs need no layout reorders between them).
 //   real = sum (x - x_zp)(w - w_zp[m]) * x_scale * w_scale[m] + bias[m];  real = act(real)
 //   y = real (float32), or saturate(round_half_even(real / y_scale) + y_zp) in y_zp's type.
@@ -16,35 +16,26 @@ namespace {
 
 bool channels_last(const ir::Node& n) { return n.attr_int("channels_last", 0) != 0; }
 
-// N,H,W,C <-> N,C,H,W of a rank-4 type (dims moved, nothing else changed).
-ir::TensorType permuted(const ir::TensorType& t, const std::vector<size_t>& perm) {
-  ir::TensorType r = t;
-  if (t.has_shape && t.dims.size() == perm.size())
-    for (size_t i = 0; i < perm.size(); ++i) r.dims[i] = t.dims[perm[i]];
-  return r;
-}
-const std::vector<size_t> kToNchw{0, 3, 1, 2}, kToNhwc{0, 2, 3, 1};
-
 void infer(InferContext& c) {
   if (!channels_last(c.node)) return qint::infer_as(c, "Conv", 0, 3, qint::q_output_type(c));
   JOULE_CHECK(!c.in(0).has_shape || c.in(0).dims.size() == 4, c.node.where() + ": channels_last needs a rank-4 input");
-  const ir::TensorType x = permuted(c.in(0), kToNchw);
+  const ir::TensorType x = movement::permute_type(c.in(0), movement::kNhwcToNchw);
   InferContext k{c.node, c.opset, c.input_types, c.input_values, {ir::TensorType{}}, {Tensor{}}};
   k.input_types[0] = &x;
   qint::infer_as(k, "Conv", 0, 3, qint::q_output_type(c));
-  c.out(0) = permuted(k.out(0), kToNhwc);
+  c.out(0) = movement::permute_type(k.out(0), movement::kNchwToNhwc);
 }
 
 void run(KernelContext& c) {
   const Tensor& W = c.in(3);
   const int64_t M = W.dim(0);
   const bool nhwc = channels_last(c.node);
-  const Tensor x0 = nhwc ? movement::transpose_tensor(c.in(0), {0, 3, 1, 2}) : c.in(0);
+  const Tensor x0 = nhwc ? movement::transpose_tensor(c.in(0), movement::kNhwcToNchw) : c.in(0);
   const Tensor x = qint::centered(c, x0, qint::param(c, 2, 1, 0, "x_zero_point"), 1, "x");
   const Tensor w = qint::centered(c, W, qint::param(c, 5, M, 0, "w_zero_point"), 0, "w");
   const Tensor acc = qint::reference_acc(c, "Conv", x, w);
   qint::q_epilogue(c, acc, M, acc.numel() / std::max<int64_t>(1, acc.dim(0) * M));
-  if (nhwc) c.outputs[0] = movement::transpose_tensor(c.outputs[0], {0, 2, 3, 1});
+  if (nhwc) c.outputs[0] = movement::transpose_tensor(c.outputs[0], movement::kNchwToNhwc);
 }
 
 Cost cost(const CostContext& c) { return qint::conv_cost(c, 3); }

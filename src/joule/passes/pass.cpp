@@ -40,8 +40,8 @@ const std::vector<PassDef>& all_passes() {
       {"fuse_hard_swish", fuse_hard_swish, "replace x * HardSigmoid(x, 1/6, 0.5) by one HardSwish node"},
       {"lower_int8", lower_int8,
        "run QDQ Conv/MatMul/Gemm as integer QConv/QMatMul (oneDNN int8), requantizing between them (not in default)"},
-      {"int8_channels_last", int8_channels_last,
-       "keep the activations between integer convs in N,H,W,C (no reorders); transposes only at the edges (not in default)"},
+      {"channels_last", channels_last,
+       "keep the activations between convs in N,H,W,C (no reorders; float convs then run on onednn); transposes only at the edges"},
       {"eliminate_dead_code", eliminate_dead_code, "remove nodes whose outputs are unused, and unused initializers"},
       {"infer_shapes", infer_shapes_pass, "analysis: infer every value's type and shape"},
       {"annotate_costs", annotate_costs_pass, "analysis: write shapes and MACs/FLOPs/bytes into node metadata"},
@@ -63,12 +63,11 @@ std::string pass_names() {
 
 std::vector<std::string> default_pipeline() {
   return {"eliminate_identity", "fold_constants", "fold_batch_norm", "fuse_conv", "fuse_layer_norm", "fuse_gelu",
-          "fuse_hard_swish", "eliminate_dead_code"};
+          "fuse_hard_swish", "channels_last", "eliminate_dead_code"};
 }
 
 std::vector<std::string> int8_pipeline(std::vector<std::string> pipeline) {
   pipeline.insert(pipeline.begin(), "lower_int8");
-  pipeline.push_back("int8_channels_last");
   return pipeline;
 }
 

@@ -25,6 +25,10 @@ struct PassOptions {
   // a big Expand/Tile/ConstantOfShape of a small constant is left to run time).
   int64_t fold_small_elements = 4096;
   double fold_max_growth = 4.0;
+  // channels_last: the float32 convs of the graph to move to N,H,W,C (only the onednn algorithm
+  // computes that layout; the CLI asks kernels::AlgoSpec::wants_channels_last); empty: every
+  // one. QConv nodes are always moved.
+  std::function<bool(const ir::Graph&, const ir::Node&)> channels_last_conv;
   // Called after each pass (before/after dumps); may be empty.
   std::function<void(const std::string& pass, const ir::Graph&)> after_pass;
 };
@@ -50,7 +54,8 @@ std::string pass_names();                           // "a, b, c" for messages
 // The pipeline `joule run` applies by default.
 std::vector<std::string> default_pipeline();
 // What `--int8 real` runs: lower_int8 first (before fold_constants would fold the weights'
-// DequantizeLinear into float), the pipeline, then int8_channels_last.
+// DequantizeLinear into float), then the pipeline (the default one ends with channels_last,
+// which keeps the integer convs' activations N,H,W,C).
 std::vector<std::string> int8_pipeline(std::vector<std::string> pipeline);
 // "none" -> {}, "default" -> default_pipeline(), otherwise comma-separated names (which may
 // include "default"). Throws BadInput naming the valid passes when a name is unknown.
@@ -66,7 +71,7 @@ PassResult eliminate_identity(ir::Graph& g, const PassOptions& o);   // Identity
 PassResult fold_constants(ir::Graph& g, const PassOptions& o);       // constant nodes -> initializers
 PassResult eliminate_dead_code(ir::Graph& g, const PassOptions& o);  // unused nodes and initializers
 PassResult lower_int8(ir::Graph& g, const PassOptions& o);           // QDQ -> integer ops
-PassResult int8_channels_last(ir::Graph& g, const PassOptions& o);   // NHWC between integer convs
+PassResult channels_last(ir::Graph& g, const PassOptions& o);        // NHWC between convs
 PassResult fold_batch_norm(ir::Graph& g, const PassOptions& o);      // BN into Conv / Gemm / MatMul
 PassResult fuse_conv(ir::Graph& g, const PassOptions& o);            // Conv [+Add] [+act] -> FusedConv
 PassResult fuse_layer_norm(ir::Graph& g, const PassOptions& o);      // decomposed LayerNorm -> one node

@@ -124,7 +124,11 @@ ir::Graph prepared(const ir::Graph& graph, const ProfileOptions& opt) {
     if (!t) fail("input shape given for '" + name + "', which is not a graph input");
     g.types[name] = ir::TensorType::of(t->dtype, shape);
   }
-  if (!opt.passes.empty()) passes::run_pipeline(g, opt.passes);
+  passes::PassOptions po;
+  po.channels_last_conv = [&opt](const ir::Graph& graph, const ir::Node& n) {
+    return opt.algo.wants_channels_last(graph, n, opt.threads);
+  };
+  if (!opt.passes.empty()) passes::run_pipeline(g, opt.passes, po);
   return g;
 }
 }  // namespace

@@ -144,14 +144,7 @@ void Session::choose_kernels(const kernels::AlgoSpec& spec) {
   if (std::string p = selector.cache_problem(); !p.empty()) std::fprintf(stderr, "warning: %s\n", p.c_str());
   for (Step& st : steps_) {
     ir::Node& n = *graph_.nodes[st.node];
-    kernels::NodeView v{n, {}, {}, {}, pool_->threads()};
-    for (const std::string& in : n.inputs) {
-      v.in_types.push_back(in.empty() ? nullptr : graph_.type_of(in));
-      auto it = in.empty() ? graph_.initializers.end() : graph_.initializers.find(in);
-      v.constants.push_back(it == graph_.initializers.end() ? nullptr : &it->second);
-    }
-    for (const std::string& out : n.outputs) v.out_types.push_back(out.empty() ? nullptr : graph_.type_of(out));
-    kernels::Selection sel = selector.select(v);
+    kernels::Selection sel = selector.select(kernels::view_of(graph_, n, pool_->threads()));
     nlohmann::json& sw = n.meta["software"];
     sw["algorithm"] = sel.algorithm ? sel.algorithm->name : "reference";
     sw["algorithm_source"] = sel.source;

@@ -1,6 +1,9 @@
 #include "joule/kernels/conv/conv_node.h"
 
+#include <limits>
+
 #include "joule/ops/conv_util.h"
+#include "joule/ops/movement_util.h"
 
 namespace joule::kernels {
 
@@ -108,11 +111,48 @@ std::string read_conv_problem(const NodeView& v, ConvProblem* p) {
   }
   if (std::string r = read_epilogue(n, &p->epilogue); !r.empty()) return r;
   p->epilogue.residual = residual;
+  p->channels_last = n.op_type == "FusedConv" && n.attr_int("channels_last", 0) != 0;
+  if (p->channels_last) {
+    if (xs.size() != 4 || ys.size() != 4) return "channels_last needs rank-4 tensors";
+    const auto to_nchw = [](const Shape& s) { return Shape{s[0], s[3], s[1], s[2]}; };
+    xs = to_nchw(xs);
+    ys = to_nchw(ys);
+  }
 
   if (std::string r = read_conv_shape(n, xs, ws, ys, &p->shape); !r.empty()) return r;
   p->weight = W->data<float>();
   p->bias = B ? B->data<float>() : nullptr;
   return "";
+}
+
+std::string read_nchw_conv_problem(const NodeView& v, ConvProblem* p) {
+  if (std::string r = read_conv_problem(v, p); !r.empty()) return r;
+  return p->channels_last ? "channels_last (N,H,W,C) tensors: only onednn computes that layout" : "";
+}
+
+bool channels_last_estimated_faster(const ir::Graph& g, const ir::Node& n, int threads) {
+  const NodeView v = view_of(g, n, threads);
+  double best = std::numeric_limits<double>::infinity();
+  for (const Algorithm* a : algorithms_for("conv"))
+    if (a->supports(v).empty()) best = std::min(best, a->estimate_ms(v));
+  // The node as the channels_last pass would make it.
+  ir::Node cl = n;
+  if (cl.op_type == "Conv") {
+    cl.op_type = "FusedConv";
+    cl.domain = "joule";
+    cl.attrs["activation"] = std::string();
+    cl.attrs["activation_params"] = std::vector<float>{};
+  }
+  cl.attrs["channels_last"] = int64_t{1};
+  NodeView w{cl, v.in_types, v.out_types, v.constants, threads};
+  std::vector<ir::TensorType> nhwc;
+  nhwc.reserve(3);
+  for (size_t i : {size_t{0}, size_t{3}})
+    if (w.has(i)) w.in_types[i] = &nhwc.emplace_back(ops::movement::permute_type(*w.in_types[i], ops::movement::kNchwToNhwc));
+  if (w.out_types.empty() || !w.out_types[0]) return false;
+  w.out_types[0] = &nhwc.emplace_back(ops::movement::permute_type(*w.out_types[0], ops::movement::kNchwToNhwc));
+  const Algorithm* onednn = find_algorithm("conv", "onednn");
+  return onednn && onednn->supports(w).empty() && onednn->estimate_ms(w) < best;
 }
 
 std::unique_ptr<Kernel> prepare_conv(const NodeView& v, const ConvFactory& factory) {

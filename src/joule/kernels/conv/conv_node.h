@@ -15,6 +15,7 @@ struct ConvProblem {
   Epilogue epilogue;
   const float* weight = nullptr;  // [M, C/group, KH, KW]
   const float* bias = nullptr;    // [M] or null
+  bool channels_last = false;     // x, residual and y are N,H,W,C (FusedConv `channels_last`)
 };
 
 // The ConvShape of a Conv-like node from its N,C,H,W (or N,C,W) input shape `xs`, weight shape
@@ -24,6 +25,13 @@ std::string read_conv_shape(const ir::Node& n, const Shape& xs, const Shape& ws,
 // Reads the node; "" and fills `p` when the node is a 2-D (or 1-D) FP32 convolution with
 // static shapes and constant weights/bias, otherwise the reason it is not.
 std::string read_conv_problem(const NodeView& v, ConvProblem* p);
+// The same for algorithms that compute only N,C,H,W: a channels_last node is refused.
+std::string read_nchw_conv_problem(const NodeView& v, ConvProblem* p);
+
+// Would the float Conv/FusedConv `n` of `g` (N,C,H,W) run faster channels_last? True when the
+// guess estimate of onednn on N,H,W,C tensors is below the lowest estimate of the algorithms
+// that support the node as it is (the channels_last pass's choice under guess and auto).
+bool channels_last_estimated_faster(const ir::Graph& g, const ir::Node& n, int threads);
 
 using ConvFactory = std::function<std::unique_ptr<ConvKernel>(const ConvProblem&, int threads)>;
 // Prepares `factory`'s kernel for the node (read_conv_problem must have succeeded).

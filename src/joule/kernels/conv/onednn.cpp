@@ -17,7 +17,8 @@ using dt = memory::data_type;
 
 class OnednnConv : public ConvKernel {
  public:
-  OnednnConv(const ConvShape& s, const float* weight, const float* bias, const Epilogue& ep, int threads)
+  OnednnConv(const ConvShape& s, const float* weight, const float* bias, const Epilogue& ep, bool channels_last,
+             int threads)
       : s_(s), ep_(ep), stream_(onednn_engine()) {
     // oneDNN sizes a primitive's work split (and so its OpenMP team) when it is created.
     onednn_set_threads(threads);
@@ -26,13 +27,16 @@ class OnednnConv : public ConvKernel {
     const bool grouped = s.group > 1;
     const memory::dims w_dims = grouped ? memory::dims{s.group, s.mg(), s.cg(), s.kh, s.kw}
                                         : memory::dims{s.m, s.cg(), s.kh, s.kw};
-    user_src_md_ = memory::desc(src_dims, dt::f32, tag::nchw);
-    user_dst_md_ = memory::desc(dst_dims, dt::f32, tag::nchw);
+    const tag user_tag = channels_last ? tag::nhwc : tag::nchw;
+    user_src_md_ = memory::desc(src_dims, dt::f32, user_tag);
+    user_dst_md_ = memory::desc(dst_dims, dt::f32, user_tag);
+    // N,H,W,C is also the primitive's layout; on N,C,H,W it chooses its own.
+    const tag act_tag = channels_last ? tag::nhwc : tag::any;
     const memory::desc bias_md = bias ? memory::desc({s.m}, dt::f32, tag::x) : memory::desc();
     dnnl::convolution_forward::desc d(
         dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-        memory::desc(src_dims, dt::f32, tag::any), memory::desc(w_dims, dt::f32, tag::any), bias_md,
-        memory::desc(dst_dims, dt::f32, tag::any), {s.stride_h, s.stride_w}, {s.dil_h - 1, s.dil_w - 1},
+        memory::desc(src_dims, dt::f32, act_tag), memory::desc(w_dims, dt::f32, tag::any), bias_md,
+        memory::desc(dst_dims, dt::f32, act_tag), {s.stride_h, s.stride_w}, {s.dil_h - 1, s.dil_w - 1},
         {s.pad_top, s.pad_left}, {onednn_pad_end(s.h, s.oh, s.kh, s.stride_h, s.dil_h, s.pad_top),
                                   onednn_pad_end(s.w, s.ow, s.kw, s.stride_w, s.dil_w, s.pad_left)});
     dnnl::post_ops po;
@@ -130,9 +134,9 @@ std::string onednn_conv_supports(const ConvShape& s, const Epilogue& ep) {
 }
 
 std::unique_ptr<ConvKernel> make_onednn_conv(const ConvShape& s, const float* weight, const float* bias,
-                                             const Epilogue& ep, int threads) {
+                                             const Epilogue& ep, bool channels_last, int threads) {
   try {
-    return std::make_unique<OnednnConv>(s, weight, bias, ep, threads);
+    return std::make_unique<OnednnConv>(s, weight, bias, ep, channels_last, threads);
   } catch (const dnnl::error& e) {
     fail_unsupported("oneDNN refused the convolution " + s.str() + ": " + e.what());
   }

@@ -1,8 +1,10 @@
 #pragma once
-// Convolution through oneDNN's convolution primitive (the vendor library): the primitive picks
-// its blocked layouts (format_tag::any); weights are reordered once here, activations are
-// reordered from / to NCHW around each run when the primitive wants another layout. Bias,
-// residual (sum post-op) and activation (eltwise post-op) are fused into the primitive.
+// Convolution through oneDNN's convolution primitive (the vendor library). On N,C,H,W tensors
+// the primitive picks its blocked layouts (format_tag::any) and activations are reordered from /
+// to NCHW around each run; with `channels_last` the tensors are N,H,W,C and the primitive
+// computes in that layout (oneDNN's nxc kernels), so nothing is reordered. Weights are
+// reordered once here. Bias, residual (sum post-op) and activation (eltwise post-op) are fused
+// into the primitive.
 #include <dnnl.hpp>
 #include <memory>
 #include <string>
@@ -13,7 +15,7 @@ namespace joule::kernels {
 
 std::string onednn_conv_supports(const ConvShape& s, const Epilogue& ep);
 std::unique_ptr<ConvKernel> make_onednn_conv(const ConvShape& s, const float* weight, const float* bias,
-                                             const Epilogue& ep, int threads);
+                                             const Epilogue& ep, bool channels_last, int threads);
 
 // Makes oneDNN (OpenMP) use `threads` threads on the calling thread: the engine's pool and
 // oneDNN's team never run at the same time, so there is no oversubscription. Must also be

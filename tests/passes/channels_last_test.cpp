@@ -1,0 +1,132 @@
+// channels_last on float convs: a chain of convs runs N,H,W,C with Transposes only at its edges
+// and computes what the N,C,H,W graph computes (fast kernels and reference); a lone conv and the
+// convs the predicate (the user's --algo) refuses stay N,C,H,W; AlgoSpec decides by the first
+// choice and, under guess/auto, by the estimates.
+#include <gtest/gtest.h>
+
+#include "graph_builder.h"
+#include "joule/kernels/select.h"
+#include "joule/passes/infer_shapes.h"
+#include "joule/passes/pass.h"
+#include "joule/runtime/session.h"
+#include "kernels/kernel_test_util.h"
+#include "test_tensors.h"
+
+using namespace joule;
+using joule::testing::GraphBuilder;
+using joule::testing::random_tensor;
+using Ints = std::vector<int64_t>;
+
+namespace {
+
+// An inverted residual block (MobileNetV2): 1x1 expand + Clip, 3x3 depthwise + Clip, 1x1
+// project, residual Add, then a GlobalAveragePool that stays N,C,H,W.
+ir::Graph inverted_residual() {
+  const std::map<std::string, ir::Attribute> pad1 = {{"pads", Ints{1, 1, 1, 1}}, {"group", int64_t{24}}};
+  GraphBuilder b;
+  b.input("x", DType::Float32, {1, 8, 14, 14})
+      .init("w1", random_tensor({24, 8, 1, 1}, 1, -0.4f, 0.4f))
+      .init("w2", random_tensor({24, 1, 3, 3}, 2, -0.4f, 0.4f))
+      .init("b2", random_tensor({24}, 3))
+      .init("w3", random_tensor({8, 24, 1, 1}, 4, -0.3f, 0.3f))
+      .init("lo", Tensor::scalar(0.f))
+      .init("hi", Tensor::scalar(6.f))
+      .node("Conv", {"x", "w1"}, {"e"}, {}, "expand")
+      .node("Clip", {"e", "lo", "hi"}, {"e6"})
+      .node("Conv", {"e6", "w2", "b2"}, {"d"}, pad1, "depthwise")
+      .node("Clip", {"d", "lo", "hi"}, {"d6"})
+      .node("Conv", {"d6", "w3"}, {"p"}, {}, "project")
+      .node("Add", {"p", "x"}, {"r"})
+      .node("GlobalAveragePool", {"r"}, {"pool"})
+      .output("r")
+      .output("pool");
+  return b.build();
+}
+
+int count(const ir::Graph& g, const std::string& op) {
+  int n = 0;
+  for (auto& node : g.nodes) n += node->op_type == op;
+  return n;
+}
+
+void expect_same_outputs(const ir::Graph& a, const ir::Graph& b, const std::string& algo) {
+  runtime::SessionOptions oa, ob;
+  oa.threads = ob.threads = 1;
+  ob.algo.add(algo);
+  runtime::Session sa(a, oa), sb(b, ob);
+  for (uint32_t seed : {10u, 20u}) {
+    runtime::TensorMap in = {{"x", random_tensor(a.type_of("x")->static_shape(), seed)}};
+    const auto want = sa.run(in), got = sb.run(in);
+    for (const std::string& o : a.outputs) EXPECT_LE(joule::testing::rel_error(got.at(o), want.at(o)), 1e-5) << o << " with " << algo;
+  }
+}
+
+TEST(ChannelsLast, ConvChainRunsNhwcWithTransposesOnlyAtItsEdges) {
+  const ir::Graph g = inverted_residual();
+  ir::Graph h = g;
+  passes::PassOptions o;
+  o.verify = true;
+  const auto report = passes::run_pipeline(h, {"fuse_conv", "channels_last"}, o);
+  EXPECT_EQ(report["passes"][1]["info"]["convs_channels_last"].get<int>(), 3);
+  int nhwc = 0;
+  for (auto& n : h.nodes) nhwc += n->op_type == "FusedConv" && n->attr_int("channels_last", 0) == 1;
+  EXPECT_EQ(nhwc, 3);
+  // x once (the expand conv and the residual share it), and back before the output and the pool.
+  EXPECT_EQ(count(h, "Transpose"), 2);
+  expect_same_outputs(g, h, "guess");
+  expect_same_outputs(g, h, "reference");
+  runtime::SessionOptions so;
+  so.threads = 1;
+  runtime::Session s(h, so);
+  for (size_t i = 0; i < s.num_steps(); ++i) {
+    if (s.step_node(i).op_type != "FusedConv") continue;
+    EXPECT_EQ(s.step_node(i).meta["software"].value("algorithm", ""), "onednn") << s.step_node(i).name;
+  }
+}
+
+TEST(ChannelsLast, LoneConvsAndRefusedConvsStayNchw) {
+  GraphBuilder b;
+  b.input("x", DType::Float32, {1, 4, 9, 9})
+      .init("w", random_tensor({6, 4, 3, 3}, 5))
+      .node("Conv", {"x", "w"}, {"c"}, {{"pads", Ints{1, 1, 1, 1}}})
+      .node("Relu", {"c"}, {"y"})
+      .output("y");
+  const ir::Graph lone = b.build();
+  ir::Graph h = lone;
+  passes::run_pipeline(h, {"channels_last"});
+  EXPECT_EQ(count(h, "Transpose"), 0);
+  ASSERT_EQ(count(h, "Conv"), 1);
+  EXPECT_FALSE(h.nodes[0]->has_attr("channels_last"));
+  expect_same_outputs(lone, h, "guess");
+
+  ir::Graph refused = inverted_residual();
+  passes::PassOptions o;
+  o.channels_last_conv = [](const ir::Graph&, const ir::Node& n) { return n.name != "depthwise"; };
+  passes::run_pipeline(refused, {"channels_last"}, o);
+  // The depthwise conv splits the chain: expand and project are each alone.
+  EXPECT_EQ(count(refused, "Transpose"), 0);
+  EXPECT_EQ(count(refused, "Conv"), 3);
+}
+
+TEST(ChannelsLast, AlgoSpecDecidesByFirstChoiceAndEstimates) {
+  ir::Graph g = inverted_residual();
+  passes::infer_shapes(g);  // the estimates need the shapes
+  const ir::Node* dw = nullptr;
+  for (auto& n : g.nodes)
+    if (n->name == "depthwise") dw = n.get();
+  ASSERT_NE(dw, nullptr);
+  auto wants = [&](const std::vector<std::string>& algo) {
+    kernels::AlgoSpec spec;
+    for (auto& a : algo) spec.add(a);
+    return spec.wants_channels_last(g, *dw, 1);
+  };
+  EXPECT_TRUE(wants({}));  // guess: depthwise is estimated faster on N,H,W,C
+  EXPECT_TRUE(wants({"auto"}));
+  EXPECT_TRUE(wants({"conv=onednn"}));
+  EXPECT_FALSE(wants({"reference"}));
+  EXPECT_FALSE(wants({"conv=direct"}));
+  EXPECT_FALSE(wants({"conv=direct,onednn"}));
+  EXPECT_TRUE(wants({"conv=direct", "depthwise=onednn"}));  // node rules beat class rules
+}
+
+}  // namespace
