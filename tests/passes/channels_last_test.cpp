@@ -71,8 +71,10 @@ TEST(ChannelsLast, ConvChainRunsNhwcWithTransposesOnlyAtItsEdges) {
   int nhwc = 0;
   for (auto& n : h.nodes) nhwc += n->op_type == "FusedConv" && n->attr_int("channels_last", 0) == 1;
   EXPECT_EQ(nhwc, 3);
-  // x once (the expand conv and the residual share it), and back before the output and the pool.
-  EXPECT_EQ(count(h, "Transpose"), 2);
+  // x once (the expand conv and the residual share it); back for the output r and for the pool,
+  // which became a ReduceMean of the N,H,W,C tensor.
+  EXPECT_EQ(count(h, "Transpose"), 3);
+  EXPECT_EQ(count(h, "ReduceMean"), 1);
   expect_same_outputs(g, h, "guess");
   expect_same_outputs(g, h, "reference");
   runtime::SessionOptions so;
@@ -81,6 +83,44 @@ TEST(ChannelsLast, ConvChainRunsNhwcWithTransposesOnlyAtItsEdges) {
   for (size_t i = 0; i < s.num_steps(); ++i) {
     if (s.step_node(i).op_type != "FusedConv") continue;
     EXPECT_EQ(s.step_node(i).meta["software"].value("algorithm", ""), "onednn") << s.step_node(i).name;
+  }
+}
+
+// A squeeze-and-excitation block (MobileNetV3): the pooled gate [N,C,1,1] multiplies the
+// activations. GlobalAveragePool becomes ReduceMean over H, W of N,H,W,C and the broadcasting Mul
+// runs N,H,W,C, so only the input and the output transpose.
+TEST(ChannelsLast, SqueezeExcitationBlockStaysNhwc) {
+  GraphBuilder b;
+  b.input("x", DType::Float32, {1, 8, 10, 10})
+      .init("w0", random_tensor({16, 8, 1, 1}, 11, -0.4f, 0.4f))
+      .init("w1", random_tensor({4, 16, 1, 1}, 12, -0.4f, 0.4f))
+      .init("b1", random_tensor({4}, 13))
+      .init("w2", random_tensor({16, 4, 1, 1}, 14, -0.4f, 0.4f))
+      .init("b2", random_tensor({16}, 15))
+      .init("w3", random_tensor({8, 16, 1, 1}, 16, -0.3f, 0.3f))
+      .node("Conv", {"x", "w0"}, {"a"}, {}, "expand")
+      .node("HardSwish", {"a"}, {"h"})
+      .node("GlobalAveragePool", {"h"}, {"s"})
+      .node("Conv", {"s", "w1", "b1"}, {"s1"}, {}, "fc1")
+      .node("Relu", {"s1"}, {"s1r"})
+      .node("Conv", {"s1r", "w2", "b2"}, {"s2"}, {}, "fc2")
+      .node("HardSigmoid", {"s2"}, {"gate"}, {{"alpha", 1.f / 6}, {"beta", 0.5f}})
+      .node("Mul", {"h", "gate"}, {"scaled"})
+      .node("Conv", {"scaled", "w3"}, {"y"}, {}, "project")
+      .output("y");
+  for (int64_t opset : {17, 18}) {  // ReduceMean's axes: an attribute, then an input
+    SCOPED_TRACE(opset);
+    ir::Graph g = b.build();
+    g.opsets[""] = opset;
+    ir::Graph h = g;
+    passes::PassOptions o;
+    o.verify = true;
+    passes::run_pipeline(h, {"channels_last"}, o);
+    EXPECT_EQ(count(h, "Transpose"), 2);
+    EXPECT_EQ(count(h, "GlobalAveragePool"), 0);
+    EXPECT_EQ(count(h, "ReduceMean"), 1);
+    expect_same_outputs(g, h, "guess");
+    expect_same_outputs(g, h, "reference");
   }
 }
 

@@ -12,11 +12,14 @@
 //     over the N,C,H,W algorithms (depthwise and 1x1 convs, not Winograd's large 3x3 ones).
 //  2. A to-NCHW Transpose sinks below layout-free ops: elementwise ops (ReLU, Clip, ...),
 //     per-tensor QuantizeLinear/DequantizeLinear, and Add/Sub/Mul/Div whose other operand is a
-//     to-NCHW Transpose of the same shape or a one-element constant. The op then runs on the
-//     N,H,W,C tensor and one Transpose follows it.
+//     to-NCHW Transpose too (broadcasting included: both are permuted alike) or a one-element
+//     constant. The op then runs on the N,H,W,C tensor and one Transpose follows it. A
+//     GlobalAveragePool becomes ReduceMean over H and W of the N,H,W,C tensor (squeeze-and-
+//     excitation blocks: the pooled [N,1,1,C] gate multiplies the N,H,W,C activations).
 //  3. A to-NHWC Transpose of a to-NCHW Transpose's output is the original tensor.
 // What remains are Transposes at the edges of the conv regions (the input image, MaxPool,
-// the global pooling before the classifier). Element values are not changed anywhere.
+// the pooled features before the classifier). Element values are not changed anywhere (the
+// ReduceMean sums in another order).
 #include <set>
 
 #include "joule/core/error.h"
@@ -38,8 +41,16 @@ bool is_transpose(const ir::Node* n, const std::vector<int64_t>& perm) {
 bool layout_free_unary(const ir::Node& n) {
   static const std::set<std::string> ops{"Relu", "LeakyRelu", "Clip",     "Sigmoid", "Tanh", "HardSigmoid",
                                          "HardSwish", "Elu", "Identity", "Abs",     "Neg",  "Floor", "Ceil",
-                                         "Round", "Sqrt", "Exp"};
-  return n.domain.empty() && ops.count(n.op_type);
+                                         "Round", "Sqrt", "Exp", "Gelu"};
+  // joule's HardSwish and Gelu stand in for ONNX's before their opsets (the fuse passes).
+  return (n.domain.empty() || (n.domain == "joule" && (n.op_type == "HardSwish" || n.op_type == "Gelu"))) &&
+         ops.count(n.op_type);
+}
+
+using Ints = std::vector<int64_t>;
+
+bool is_global_average_pool(const ir::Node& n) {
+  return n.domain.empty() && n.op_type == "GlobalAveragePool" && n.inputs.size() == 1 && n.outputs.size() == 1;
 }
 
 bool is_binary(const ir::Node& n) {
@@ -106,7 +117,12 @@ class Sinker {
         continue;
       }
       std::vector<size_t> moved;  // inputs that are to-NCHW transposes
-      if (!sinkable(op, &moved)) continue;
+      if (is_global_average_pool(op) && is_transpose(producer(op.inputs[0]), kToNchw)) {
+        to_reduce_mean_nhwc(op);
+        moved.push_back(0);
+      } else if (!sinkable(op, &moved)) {
+        continue;
+      }
       for (size_t k : moved) op.inputs[k] = producer(op.inputs[k])->inputs[0];
       const std::string y = op.outputs[0];
       const std::string y_nhwc = g_.unique_name(y + "_nhwc");
@@ -155,13 +171,29 @@ class Sinker {
           if (convs.count(&u) && data_input) {
             linked.insert(c);
             linked.insert(&u);
-          } else if (layout_free(u) && u.outputs.size() == 1) {
+          } else if ((layout_free(u) || is_global_average_pool(u)) && u.outputs.size() == 1) {
             todo.push_back(u.outputs[0]);
           }
         }
       }
     }
     return linked;
+  }
+
+  // GlobalAveragePool of N,C,H,W is ReduceMean over axes 1, 2 (keepdims) of N,H,W,C.
+  void to_reduce_mean_nhwc(ir::Node& op) {
+    op.op_type = "ReduceMean";
+    op.attrs.clear();
+    op.attrs["keepdims"] = int64_t{1};
+    const Ints axes{1, 2};
+    if (g_.opset("") >= 18) {  // axes became an input
+      const std::string a = g_.unique_name(op.name + "_axes");
+      g_.initializers[a] = Tensor::from_vector(axes, {2});
+      g_.types[a] = ir::TensorType::of(DType::Int64, {2});
+      op.inputs.push_back(a);
+    } else {
+      op.attrs["axes"] = axes;
+    }
   }
 
   const ir::Node* producer(const std::string& v) const {
@@ -179,7 +211,6 @@ class Sinker {
     if (op.outputs.size() != 1 || op.inputs.empty()) return false;
     if (!layout_free(op)) return false;
     const bool binary = is_binary(op);
-    const ir::TensorType* shape0 = nullptr;
     for (size_t k = 0; k < op.inputs.size(); ++k) {
       const std::string& v = op.inputs[k];
       if (v.empty()) continue;
@@ -191,8 +222,7 @@ class Sinker {
       if (is_transpose(producer(v), kToNchw)) {
         const ir::TensorType* t = g_.type_of(v);
         if (!t || !t->is_static()) return false;
-        if (shape0 && shape0->static_shape() != t->static_shape()) return false;  // no broadcasting
-        shape0 = t;
+        // Both operands permuted alike (both rank 4): broadcasting is unchanged.
         moved->push_back(k);
       } else if (!(binary && one_element_constant(v))) {
         return false;
