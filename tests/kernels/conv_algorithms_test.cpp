@@ -9,6 +9,7 @@
 #include "joule/core/cpu_features.h"
 #include "joule/kernels/algorithm.h"
 #include "joule/core/error.h"
+#include "joule/ops/conv_util.h"
 #include "joule/ops/movement_util.h"
 #include "kernel_test_util.h"
 
@@ -172,15 +173,8 @@ TEST(ConvAlgorithms, ResNetShapes) {
 // it): x, the residual and y permuted, the rest unchanged.
 ir::Graph channels_last(const ir::Graph& nchw) {
   ir::Graph g = nchw;
-  ir::Node& c = *g.nodes.back();
-  if (c.op_type == "Conv") {
-    c.op_type = "FusedConv";
-    c.attrs["activation"] = std::string();
-    c.attrs["activation_params"] = std::vector<float>{};
-  }
-  c.domain = "joule";
+  ops::make_channels_last(*g.nodes.back());
   g.opsets["joule"] = 1;
-  c.attrs["channels_last"] = int64_t{1};
   for (const char* v : {"x", "z", "y"})
     if (g.types.count(v)) g.types[v] = ops::movement::permute_type(g.types[v], ops::movement::kNchwToNhwc);
   return g;

@@ -12,6 +12,18 @@ namespace joule::ops {
 
 enum class AutoPad { NotSet, SameUpper, SameLower, Valid };
 
+// Makes float conv `n` (Conv or joule FusedConv) a FusedConv with `channels_last` (N,H,W,C
+// input, residual and output); a Conv gets an empty epilogue. Types are the caller's business.
+inline void make_channels_last(ir::Node& n) {
+  if (n.op_type == "Conv") {
+    n.op_type = "FusedConv";
+    n.domain = "joule";
+    n.attrs["activation"] = std::string();
+    n.attrs["activation_params"] = std::vector<float>{};
+  }
+  n.attrs["channels_last"] = int64_t{1};
+}
+
 inline AutoPad parse_auto_pad(const ir::Node& n) {
   const std::string s = n.attr_string("auto_pad", "NOTSET");
   if (s == "NOTSET" || s.empty()) return AutoPad::NotSet;

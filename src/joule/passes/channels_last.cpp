@@ -23,6 +23,7 @@
 #include <set>
 
 #include "joule/core/error.h"
+#include "joule/ops/conv_util.h"
 #include "joule/ops/movement_util.h"
 #include "joule/passes/infer_shapes.h"
 #include "joule/passes/pass.h"
@@ -77,11 +78,10 @@ class Sinker {
     for (size_t i = 0; i < count; ++i) {
       ir::Node& c = *g_.nodes[i];
       if (!convs.count(&c) || (c.op_type != "QConv" && !linked.count(&c))) continue;
-      if (c.op_type == "Conv") {  // a FusedConv without epilogue carries the layout attribute
-        c.op_type = "FusedConv";
-        c.domain = "joule";
-        c.attrs["activation"] = std::string();
-        c.attrs["activation_params"] = std::vector<float>{};
+      if (c.op_type == "QConv") {
+        c.attrs["channels_last"] = int64_t{1};
+      } else {
+        ops::make_channels_last(c);  // a Conv becomes a FusedConv without epilogue
         g_.opsets["joule"] = 1;
       }
       const bool residual = c.op_type == "FusedConv" && c.inputs.size() > 3 && !c.inputs[3].empty();
@@ -94,7 +94,6 @@ class Sinker {
       const std::string y = g_.nodes[i]->outputs[0];
       const std::string y_nhwc = g_.unique_name(y + "_nhwc");
       g_.nodes[i]->outputs[0] = y_nhwc;
-      g_.nodes[i]->attrs["channels_last"] = int64_t{1};
       add_transpose(y_nhwc, kToNchw, y);
       ++n;
     }
@@ -167,7 +166,8 @@ class Sinker {
         if (it == consumers.end()) continue;
         for (size_t k : it->second) {
           const ir::Node& u = *g_.nodes[k];
-          const bool data_input = !u.inputs.empty() && (u.inputs[0] == v || (u.inputs.size() > 3 && u.inputs[3] == v));
+          const bool residual = u.op_type == "FusedConv" && u.inputs.size() > 3 && u.inputs[3] == v;
+          const bool data_input = u.inputs[0] == v || residual;
           if (convs.count(&u) && data_input) {
             linked.insert(c);
             linked.insert(&u);

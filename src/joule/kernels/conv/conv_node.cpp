@@ -137,13 +137,7 @@ bool channels_last_estimated_faster(const ir::Graph& g, const ir::Node& n, int t
     if (a->supports(v).empty()) best = std::min(best, a->estimate_ms(v));
   // The node as the channels_last pass would make it.
   ir::Node cl = n;
-  if (cl.op_type == "Conv") {
-    cl.op_type = "FusedConv";
-    cl.domain = "joule";
-    cl.attrs["activation"] = std::string();
-    cl.attrs["activation_params"] = std::vector<float>{};
-  }
-  cl.attrs["channels_last"] = int64_t{1};
+  ops::make_channels_last(cl);
   NodeView w{cl, v.in_types, v.out_types, v.constants, threads};
   std::vector<ir::TensorType> nhwc;
   nhwc.reserve(3);
