@@ -22,7 +22,6 @@
 // ReduceMean sums in another order).
 #include <set>
 
-#include "joule/core/error.h"
 #include "joule/ops/conv_util.h"
 #include "joule/ops/movement_util.h"
 #include "joule/passes/infer_shapes.h"
@@ -261,11 +260,7 @@ class Sinker {
 
 PassResult channels_last(ir::Graph& g, const PassOptions& o) {
   PassResult r;
-  try {
-    infer_shapes(g);
-  } catch (const Error& e) {
-    if (e.kind() == Error::Kind::Internal) throw;
-  }
+  try_infer_shapes(g);
   Sinker s(g);
   const int convs = s.wrap_convs(o);
   int rewrites = 0;

@@ -225,11 +225,7 @@ class Folder {
 PassResult fold_batch_norm(ir::Graph& g, const PassOptions&) {
   PassResult r;
   // Types tell whether a MatMul's output is 2-D; without them MatMul is not folded.
-  try {
-    infer_shapes(g);
-  } catch (const Error& e) {
-    if (e.kind() == Error::Kind::Internal) throw;
-  }
+  try_infer_shapes(g);
   Folder folder(g);
   int folded = 0, into_matmul = 0;
   std::map<std::string, int> left;

@@ -113,11 +113,7 @@ class Fuser {
 
 PassResult fuse_conv(ir::Graph& g, const PassOptions&) {
   PassResult r;
-  try {
-    infer_shapes(g);
-  } catch (const Error& e) {
-    if (e.kind() == Error::Kind::Internal) throw;
-  }
+  try_infer_shapes(g);
   Fuser f(g);
   int residual = 0, activation = 0, fused = 0;
   for (size_t idx : g.topo_order()) {

@@ -85,11 +85,7 @@ bool match(const ir::Graph& g, const Match& m, const ir::Node& root, LayerNormPa
 
 PassResult fuse_layer_norm(ir::Graph& g, const PassOptions&) {
   PassResult r;
-  try {
-    infer_shapes(g);
-  } catch (const Error& e) {
-    if (e.kind() == Error::Kind::Internal) throw;
-  }
+  try_infer_shapes(g);
   int fused = 0;
   {
     const Match m(g);

@@ -104,4 +104,14 @@ InferResult infer_shapes(ir::Graph& g, const std::map<std::string, Shape>& input
   return r;
 }
 
+bool try_infer_shapes(ir::Graph& g) {
+  try {
+    infer_shapes(g);
+    return true;
+  } catch (const Error& e) {
+    if (e.kind() == Error::Kind::Internal) throw;
+    return false;
+  }
+}
+
 }  // namespace joule::passes

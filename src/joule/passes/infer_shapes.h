@@ -20,4 +20,8 @@ struct InferResult {
 // --input-size / --batch). Throws BadInput naming the node when a model is inconsistent.
 InferResult infer_shapes(ir::Graph& g, const std::map<std::string, Shape>& input_shapes = {});
 
+// For rewriting passes: infers what it can; a graph inference rejects (BadInput) is left for
+// the Session to report with its own message, and false is returned. Internal errors throw.
+bool try_infer_shapes(ir::Graph& g);
+
 }  // namespace joule::passes

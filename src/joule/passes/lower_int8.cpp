@@ -380,11 +380,7 @@ class Lowering {
 
 PassResult lower_int8(ir::Graph& g, const PassOptions& o) {
   PassResult r;
-  try {
-    infer_shapes(g);
-  } catch (const Error& e) {
-    if (e.kind() == Error::Kind::Internal) throw;
-  }
+  try_infer_shapes(g);
   Lowering l(g);
   const int moved = l.move_quantize();
   const auto [convs, matmuls] = l.lower_compute();
@@ -396,11 +392,7 @@ PassResult lower_int8(ir::Graph& g, const PassOptions& o) {
     g.opsets["joule"] = std::max<int64_t>(1, g.opset("joule"));
     g.sort_topologically();
     eliminate_dead_code(g, o);
-    try {
-      infer_shapes(g);
-    } catch (const Error& e) {
-      if (e.kind() == Error::Kind::Internal) throw;
-    }
+    try_infer_shapes(g);
   }
   r.info = {{"qconv", convs},          {"qmatmul", matmuls},         {"activations_fused", acts},
             {"requantized", requants}, {"quantize_moved", moved},    {"dq_q_pairs_dropped", dropped}};
