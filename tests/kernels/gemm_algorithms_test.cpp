@@ -1,5 +1,6 @@
-// Gemm and MatMul fast algorithms against the reference kernels: transposes, alpha/beta,
-// every broadcast of C, batched MatMul with broadcasting and 1-D operands, threads 1 and 2.
+// Gemm, MatMul and joule FusedMatMul fast algorithms against the reference kernels: transposes,
+// alpha/beta, every broadcast of C, batched MatMul with broadcasting and 1-D operands, every
+// epilogue (bias, residual, activation incl. GELU), threads 1 and 2.
 #include <fmt/core.h>
 
 #include "graph_builder.h"
@@ -10,10 +11,14 @@ namespace {
 
 using testing::GraphBuilder;
 
-// Every algorithm of the node's class (OpenBLAS, oneDNN) against the reference.
-void expect_match(const ir::Graph& g, const runtime::TensorMap& in, int threads, const std::string& what) {
+// Every algorithm of the node's class (OpenBLAS, oneDNN sgemm and, when `packed`, the oneDNN matmul
+// primitive on a constant B) against the reference.
+void expect_match(const ir::Graph& g, const runtime::TensorMap& in, int threads, const std::string& what,
+                  bool packed) {
   const auto want = testing::run_with_algo(g, in, {"reference"}, "op", threads);
-  for (const char* algo : {"blas", "onednn"}) {
+  std::vector<std::string> algos = {"blas", "onednn"};
+  if (packed) algos.push_back("onednn_packed");
+  for (const std::string& algo : algos) {
     const auto got = testing::run_with_algo(g, in, {std::string("op=") + algo}, "op", threads);
     ASSERT_EQ(got.algorithm, algo) << what;
     EXPECT_LE(testing::rel_error(got.out.at("y"), want.out.at("y")), 1e-5) << algo << " " << what;
@@ -40,8 +45,11 @@ TEST(GemmAlgorithms, TransposesAlphaBetaAndCBroadcasts) {
     b.node("Gemm", ins, {"y"}, {{"transA", ta}, {"transB", tb}, {"alpha", alpha}, {"beta", beta}}, "op").output("y");
     const ir::Graph g = b.build();
     const runtime::TensorMap in = {{"a", testing::random_tensor(g.type_of("a")->static_shape(), 50u + i)}};
+    // The packed kernel takes transA = 0 and C as a row (or scalar) bias.
+    const bool c_row = c_kind <= 3 || c_kind == 6 || beta == 0.f;
     expect_match(g, in, static_cast<int>(r(1, 2)),
-                 fmt::format("M{} N{} K{} tA{} tB{} C{} alpha{} beta{}", M, N, K, ta, tb, c_kind, alpha, beta));
+                 fmt::format("M{} N{} K{} tA{} tB{} C{} alpha{} beta{}", M, N, K, ta, tb, c_kind, alpha, beta),
+                 ta == 0 && c_row);
   }
 }
 
@@ -66,9 +74,48 @@ TEST(MatMulAlgorithms, BatchedBroadcastAnd1D) {
         runtime::TensorMap in = {{"a", testing::random_tensor(as, seed++)}};
         if (!weight) in["b"] = testing::random_tensor(bs, seed++);
         expect_match(g, in, threads,
-                     fmt::format("{} x {} weight {} threads {}", shape_str(as), shape_str(bs), weight, threads));
+                     fmt::format("{} x {} weight {} threads {}", shape_str(as), shape_str(bs), weight, threads),
+                     weight && bs.size() == 2);
       }
     }
+}
+
+TEST(MatMulAlgorithms, FusedMatMulEpilogues) {
+  std::mt19937 rng(11);
+  auto r = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  const std::vector<std::pair<std::string, std::vector<float>>> acts = {
+      {"", {}}, {"Relu", {}}, {"LeakyRelu", {0.1f}}, {"Clip", {-0.5f, 0.7f}}, {"Gelu", {}}};
+  for (int i = 0; i < 40; ++i) {
+    const int64_t M = r(1, 70), N = r(1, 90), K = r(1, 80);
+    const Shape as = r(0, 1) ? Shape{M, K} : Shape{2, M, K};
+    Shape ys = as;
+    ys.back() = N;
+    const bool bias = r(0, 1), residual = r(0, 1), weight = r(0, 3) != 0;
+    const auto& [act, params] = acts[static_cast<size_t>(r(0, 4))];
+    GraphBuilder b;
+    b.input("a", DType::Float32, as);
+    if (weight)
+      b.init("w", testing::random_tensor({K, N}, 100u + i));
+    else
+      b.input("w", DType::Float32, {K, N});
+    std::vector<std::string> ins = {"a", "w", bias ? "bias" : ""};
+    if (bias) b.init("bias", testing::random_tensor(r(0, 1) ? Shape{N} : Shape{1, N}, 200u + i));
+    if (residual) {
+      b.input("z", DType::Float32, ys);
+      ins.push_back("z");
+    }
+    b.node("FusedMatMul", ins, {"y"}, {{"activation", act}, {"activation_params", params}}, "op").output("y");
+    b.g.nodes.back()->domain = "joule";
+    b.g.opsets["joule"] = 1;
+    const ir::Graph g = b.build();
+    runtime::TensorMap in = {{"a", testing::random_tensor(as, 300u + i)}};
+    if (!weight) in["w"] = testing::random_tensor({K, N}, 400u + i);
+    if (residual) in["z"] = testing::random_tensor(ys, 500u + i);
+    expect_match(g, in, static_cast<int>(r(1, 2)),
+                 fmt::format("{} x [{},{}] bias {} residual {} act '{}' weight {}", shape_str(as), K, N, bias, residual,
+                             act, weight),
+                 weight);
+  }
 }
 
 }  // namespace

@@ -515,6 +515,62 @@ TEST(FuseConv, LeavesSharedOutputsAndMismatchedResiduals) {
   EXPECT_EQ(h.nodes.size(), 5u);
 }
 
+// A transformer MLP as PyTorch exports it: MatMul, bias Add (the bias on either side, shaped [N]
+// or [1, N]), the Erf-GELU subgraph, MatMul, bias Add, residual Add.
+ir::Graph mlp_block(bool bias_left, const std::string& act) {
+  GraphBuilder b;
+  b.input("x", DType::Float32, {2, 5, 8});
+  b.init("w1", random_tensor({8, 12}, 1)).init("b1", random_tensor(bias_left ? Shape{1, 12} : Shape{12}, 2));
+  b.init("w2", random_tensor({12, 8}, 3)).init("b2", random_tensor({8}, 4));
+  b.init("sqrt2", Tensor::scalar<float>(1.4142135f)).init("one", Tensor::scalar<float>(1.f));
+  b.init("half", Tensor::scalar<float>(0.5f));
+  b.node("MatMul", {"x", "w1"}, {"m1"}, {}, "fc1");
+  b.node("Add", bias_left ? std::vector<std::string>{"b1", "m1"} : std::vector<std::string>{"m1", "b1"}, {"h"});
+  if (act == "Gelu") {
+    b.node("Div", {"h", "sqrt2"}, {"q"}).node("Erf", {"q"}, {"e"}).node("Add", {"e", "one"}, {"e1"});
+    b.node("Mul", {"h", "e1"}, {"t"}).node("Mul", {"t", "half"}, {"a"});
+  } else {
+    b.node(act, {"h"}, {"a"});
+  }
+  b.node("MatMul", {"a", "w2"}, {"m2"}, {}, "fc2").node("Add", {"m2", "b2"}, {"o"}).node("Add", {"x", "o"}, {"y"});
+  return b.output("y").build();
+}
+
+TEST(FuseMatMul, BiasGeluAndResidualIntoFusedMatMul) {
+  for (const std::string act : {"Gelu", "Relu"})
+    for (bool bias_left : {false, true}) {
+      SCOPED_TRACE(act + (bias_left ? " bias on the left" : ""));
+      nlohmann::json r;
+      ir::Graph h = apply_and_compare(mlp_block(bias_left, act), {"fuse_gelu", "fuse_matmul"}, 1e-5, &r);
+      ASSERT_EQ(h.nodes.size(), 2u);
+      const ir::Node& fc1 = *h.nodes[0];
+      const ir::Node& fc2 = *h.nodes[1];
+      EXPECT_EQ(fc1.op_type, "FusedMatMul");
+      EXPECT_EQ(fc1.domain, "joule");
+      EXPECT_EQ(fc1.inputs, (std::vector<std::string>{"x", "w1", "b1"}));
+      EXPECT_EQ(fc1.attr_string("activation", ""), act);
+      EXPECT_EQ(fc2.inputs, (std::vector<std::string>{"a", "w2", "b2", "x"}));
+      EXPECT_EQ(fc2.attr_string("activation", ""), "");
+      EXPECT_EQ(r["passes"][1]["info"]["with_bias"], 2);
+      EXPECT_EQ(r["passes"][1]["info"]["with_residual"], 1);
+      EXPECT_EQ(r["passes"][1]["info"]["with_activation"], 1);
+    }
+}
+
+TEST(FuseMatMul, LeavesWhatIsNotABiasOrIsShared) {
+  GraphBuilder b;
+  b.input("x", DType::Float32, {4, 8}).input("v", DType::Float32, {6});
+  b.init("w", random_tensor({8, 6}, 1)).init("col", random_tensor({4, 1}, 2)).init("tanh_w", random_tensor({8, 6}, 3));
+  b.node("MatMul", {"x", "w"}, {"m1"}).node("Add", {"m1", "col"}, {"y1"});   // [4, 1]: a column, not a bias
+  b.node("MatMul", {"x", "w"}, {"m2"}).node("Add", {"m2", "v"}, {"y2"});     // not a constant
+  b.node("MatMul", {"x", "w"}, {"m3"}).node("Relu", {"m3"}, {"r3"}).node("Add", {"m3", "r3"}, {"y3"});  // m3 shared
+  b.node("MatMul", {"x", "tanh_w"}, {"m4"}).node("Gelu", {"m4"}, {"y4"}, {{"approximate", std::string("tanh")}});
+  b.g.opsets[""] = 20;
+  ir::Graph h = apply_and_compare(b.output("y1").output("y2").output("y3").output("y4").build(), {"fuse_matmul"}, 1e-6);
+  EXPECT_EQ(count_op(h, "FusedMatMul"), 0u);
+  EXPECT_EQ(h.nodes.size(), 9u);
+}
+
 // PyTorch's decomposition of LayerNorm over the last axis and of the Erf GELU.
 GraphBuilder transformer_block(int64_t c, bool pow_square) {
   GraphBuilder b;
@@ -627,11 +683,20 @@ TEST_P(PipelineOnPyTorchModel, StillMatchesPyTorch) {
   if (GetParam() == "resnet18") {
     EXPECT_EQ(count_op(g, "Relu"), 0u);  // all fused into FusedConv
   }
-  if (GetParam() == "vit_small") {  // decomposed LayerNorm and Erf-GELU are fused
+  if (GetParam() == "vit_small") {  // decomposed LayerNorm and Erf-GELU are fused, GELU into its MatMul
     EXPECT_EQ(count_op(g, "ReduceMean"), 0u);
     EXPECT_EQ(count_op(g, "Erf"), 0u);
     EXPECT_EQ(count_op(g, "LayerNormalization"), 9u);
-    EXPECT_EQ(count_op(g, "Gelu"), 4u);
+    EXPECT_EQ(count_op(g, "Gelu"), 0u);
+    EXPECT_EQ(count_op(g, "FusedMatMul"), 12u);  // 4 blocks x (qkv, fc1 + GELU, fc2 + residual)
+    size_t gelu = 0, residual = 0;
+    for (auto& n : g.nodes)
+      if (n->op_type == "FusedMatMul") {
+        gelu += n->attr_string("activation", "") == "Gelu";
+        residual += n->has_input(3);
+      }
+    EXPECT_EQ(gelu, 4u);
+    EXPECT_EQ(residual, 4u);
   }
   if (GetParam() == "mobilenet_v3_small") {
     EXPECT_EQ(count_op(g, "HardSigmoid"), 9u);  // the squeeze-excitation gates stay

@@ -14,11 +14,14 @@ extern const Algorithm kGemmBlas;
 extern const Algorithm kMatMulBlas;
 extern const Algorithm kGemmOnednn;
 extern const Algorithm kMatMulOnednn;
+extern const Algorithm kGemmOnednnPacked;
+extern const Algorithm kMatMulOnednnPacked;
 extern const Algorithm kQConvOnednnInt8;
 extern const Algorithm kQMatMulOnednnInt8;
 
 const std::vector<const Algorithm*>& all_algorithms() {
-  static const std::vector<const Algorithm*> all = {&kConvDirect, &kConvIm2colGemm, &kConvImplicitGemm, &kConvFft, &kConvWinograd, &kConvWinogradF2, &kConvOnednn, &kGemmOnednn, &kGemmBlas, &kMatMulOnednn, &kMatMulBlas,
+  static const std::vector<const Algorithm*> all = {&kConvDirect, &kConvIm2colGemm, &kConvImplicitGemm, &kConvFft, &kConvWinograd, &kConvWinogradF2, &kConvOnednn,
+                                                     &kGemmOnednnPacked, &kGemmOnednn, &kGemmBlas, &kMatMulOnednnPacked, &kMatMulOnednn, &kMatMulBlas,
                                                      &kQConvOnednnInt8, &kQMatMulOnednnInt8};
   return all;
 }
@@ -30,6 +33,7 @@ std::string op_class_of(const ir::Node& n) {
     if (n.op_type == "MatMul") return "matmul";
   }
   if (n.domain == "joule" && n.op_type == "FusedConv") return "conv";
+  if (n.domain == "joule" && n.op_type == "FusedMatMul") return "matmul";
   if (n.domain == "joule" && n.op_type == "QConv") return "qconv";
   if (n.domain == "joule" && n.op_type == "QMatMul") return "qmatmul";
   return "";

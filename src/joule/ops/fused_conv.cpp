@@ -18,27 +18,10 @@ const OpDef& conv_def() {
   return *d;
 }
 
-struct Act {
-  std::string kind;
-  std::vector<float> p;
-  explicit Act(const ir::Node& n) : kind(n.attr_string("activation", "")), p(n.attr_floats("activation_params", {})) {}
-  template <class T>
-  T operator()(T v) const {
-    if (kind == "Relu") return v > T(0) ? v : T(0);
-    if (kind == "LeakyRelu") return v >= T(0) ? v : v * static_cast<T>(p[0]);
-    if (kind == "Clip") return std::min(std::max(v, static_cast<T>(p[0])), static_cast<T>(p[1]));
-    return v;
-  }
-};
-
 bool channels_last(const ir::Node& n) { return n.attr_int("channels_last", 0) != 0; }
 
 std::string check(const ir::Node& n, int64_t opset) {
-  const Act a(n);
-  const size_t want = a.kind == "Clip" ? 2 : a.kind == "LeakyRelu" ? 1 : 0;
-  if (!a.kind.empty() && a.kind != "Relu" && a.kind != "LeakyRelu" && a.kind != "Clip")
-    return "activation '" + a.kind + "'";
-  if (a.p.size() != want) return "activation_params has " + std::to_string(a.p.size()) + " values, " + a.kind + " needs " + std::to_string(want);
+  if (std::string why = nn::FusedActivation(n).check(false); !why.empty()) return why;
   return conv_def().check ? conv_def().check(n, opset) : "";
 }
 
@@ -77,7 +60,7 @@ void run(KernelContext& c) {
   const Tensor* Z = c.has(3) ? c.inputs[3] : nullptr;
   if (Z && (Z->shape() != Y.shape() || Z->dtype() != Y.dtype()))
     fail(c.node.where() + ": residual " + Z->describe() + " does not match the output " + Y.describe());
-  const Act act(c.node);
+  const nn::FusedActivation act(c.node);
   visit_floating(Y.dtype(), c.node.where(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* y = Y.data<T>();

@@ -1,5 +1,6 @@
 #include "joule/ops/movement_util.h"
 
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 
@@ -122,15 +123,68 @@ ir::TensorType permute_type(const ir::TensorType& t, const std::vector<int64_t>&
   return r;
 }
 
+namespace {
+
+// out[o] = in[offset(o)] where the input's contiguous axis is output axis q (< r - 1) and the
+// output's last axis reads the input with stride `strides[r - 1]`: a batch of 2-D transposes,
+// copied in 16 x 16 tiles so that both sides touch whole cache lines.
+template <class U>
+void tiled_transpose(const U* src, U* dst, const Shape& out_shape, const std::vector<int64_t>& strides, size_t q) {
+  constexpr int64_t T = 16;
+  const size_t r = out_shape.size();
+  const std::vector<int64_t> ostr = shape_strides(out_shape);
+  const int64_t ni = out_shape[q], nj = out_shape[r - 1], sj = strides[r - 1], oi = ostr[q];
+  std::vector<size_t> other;
+  for (size_t d = 0; d + 1 < r; ++d)
+    if (d != q) other.push_back(d);
+  std::vector<int64_t> idx(other.size(), 0);
+  int64_t in_base = 0, out_base = 0;
+  const int64_t batches = shape_numel(out_shape) / std::max<int64_t>(1, ni * nj);
+  for (int64_t b = 0; b < batches; ++b) {
+    for (int64_t i0 = 0; i0 < ni; i0 += T) {
+      const int64_t i1 = std::min(ni, i0 + T);
+      for (int64_t j0 = 0; j0 < nj; j0 += T) {
+        const int64_t j1 = std::min(nj, j0 + T);
+        for (int64_t i = i0; i < i1; ++i) {
+          U* d = dst + out_base + i * oi;
+          const U* s = src + in_base + i;
+          for (int64_t j = j0; j < j1; ++j) d[j] = s[j * sj];
+        }
+      }
+    }
+    for (size_t k = other.size(); k-- > 0;) {  // odometer over the other output axes
+      const size_t d = other[k];
+      in_base += strides[d];
+      out_base += ostr[d];
+      if (++idx[k] < out_shape[d]) break;
+      in_base -= strides[d] * idx[k];
+      out_base -= ostr[d] * idx[k];
+      idx[k] = 0;
+    }
+  }
+}
+
+}  // namespace
+
 Tensor transpose_tensor(const Tensor& x, const std::vector<int64_t>& perm) {
   const auto in_strides = shape_strides(x.shape());
   Shape out_shape(perm.size());
   std::vector<int64_t> strides(perm.size());
+  size_t q = perm.size();  // the output axis that is the input's last (contiguous) axis
   for (size_t d = 0; d < perm.size(); ++d) {
     out_shape[d] = x.shape()[static_cast<size_t>(perm[d])];
     strides[d] = in_strides[static_cast<size_t>(perm[d])];
+    if (static_cast<size_t>(perm[d]) + 1 == perm.size()) q = d;
   }
-  return strided_copy(x, out_shape, strides, 0);
+  // Rows that are contiguous in the input (or too short to tile) go through strided_copy.
+  if (q + 1 >= perm.size() || out_shape[q] < 4 || out_shape.back() < 4 || x.numel() == 0)
+    return strided_copy(x, out_shape, strides, 0);
+  Tensor out(x.dtype(), out_shape);
+  visit_elem_bytes(x.dtype(), [&](auto tag) {
+    using U = typename decltype(tag)::type;
+    tiled_transpose(static_cast<const U*>(x.raw()), static_cast<U*>(out.raw()), out_shape, strides, q);
+  });
+  return out;
 }
 
 Tensor mapped_copy(const Tensor& in, const Shape& out_shape,

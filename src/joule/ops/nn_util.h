@@ -1,5 +1,7 @@
 #pragma once
 // Small helpers shared by the nn op files (conv, matmul, normalisation, pooling, reductions).
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -26,5 +28,32 @@ inline void check_same_dtypes(const KernelContext& c, size_t first, size_t last)
       fail(c.node.where() + ": input " + std::to_string(i) + " has dtype " +
            dtype_name(c.inputs[i]->dtype()) + ", expected " + dtype_name(c.inputs[first]->dtype()));
 }
+
+// The epilogue activation of joule's FusedConv and FusedMatMul: attribute `activation` ("",
+// Relu, LeakyRelu, Clip, Gelu) with `activation_params` (LeakyRelu: [alpha]; Clip: [min, max]).
+// Gelu is the exact (erf) form, x/2 (1 + erf(x / sqrt 2)), and only where the op allows it.
+struct FusedActivation {
+  std::string kind;
+  std::vector<float> p;
+  explicit FusedActivation(const ir::Node& n)
+      : kind(n.attr_string("activation", "")), p(n.attr_floats("activation_params", {})) {}
+  // "" when valid, else the reason.
+  std::string check(bool gelu_allowed) const {
+    const bool known = kind.empty() || kind == "Relu" || kind == "LeakyRelu" || kind == "Clip" || (gelu_allowed && kind == "Gelu");
+    if (!known) return "activation '" + kind + "'";
+    const size_t want = kind == "Clip" ? 2 : kind == "LeakyRelu" ? 1 : 0;
+    if (p.size() != want)
+      return "activation_params has " + std::to_string(p.size()) + " values, " + kind + " needs " + std::to_string(want);
+    return "";
+  }
+  template <class T>
+  T operator()(T v) const {
+    if (kind == "Relu") return v > T(0) ? v : T(0);
+    if (kind == "LeakyRelu") return v >= T(0) ? v : v * static_cast<T>(p[0]);
+    if (kind == "Clip") return std::min(std::max(v, static_cast<T>(p[0])), static_cast<T>(p[1]));
+    if (kind == "Gelu") return T(0.5) * v * (T(1) + std::erf(v * static_cast<T>(0.7071067811865476)));
+    return v;
+  }
+};
 
 }  // namespace joule::ops::nn

@@ -1,6 +1,8 @@
 // Softmax, LogSoftmax, Hardmax. Before opset 13 the input is coerced to 2-D at `axis`
 // (default 1) and the op runs over the flattened trailing part; from opset 13 it runs along
 // the single dim `axis` (default -1). Softmax subtracts the max for numerical stability.
+#include <immintrin.h>
+
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -86,7 +88,52 @@ JOULE_ALWAYS_INLINE void softmax_row_body(const float* x, float* y, int64_t n) {
   for (int64_t l = 0; l < nt; ++l) y[nf + l] = tail[l] * inv;
 }
 void softmax_row(const float* x, float* y, int64_t n) { softmax_row_body(x, y, n); }
-JOULE_AVX512 void softmax_row_avx512(const float* x, float* y, int64_t n) { softmax_row_body(x, y, n); }
+
+// (GCC 12 warns about _mm512_undefined_* inside its own intrinsics headers.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// The same arithmetic in AVX-512 intrinsics (GCC keeps the max reduction above in 16 scalar
+// registers): e^x as vec::exp (same reduction and polynomial; 2^n by scalef), the partial last
+// block through masked loads and stores instead of a padded copy.
+JOULE_AVX512 inline __m512 exp16(__m512 x) {
+  const __mmask16 under = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_LT_OQ);
+  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.3f)), _mm512_set1_ps(88.3f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.4426950408889634f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.4286068203094173e-06f), r);
+  __m512 p = _mm512_set1_ps(1.f / 5040);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 720));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 120));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 24));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 6));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f));
+  return _mm512_maskz_mov_ps(static_cast<__mmask16>(~under), _mm512_scalef_ps(p, n));
+}
+
+JOULE_AVX512 void softmax_row_avx512(const float* x, float* y, int64_t n) {
+  const int64_t nf = n / 16 * 16;
+  const __mmask16 tail = static_cast<__mmask16>((1u << (n - nf)) - 1);
+  const __m512 ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  __m512 mv = _mm512_mask_loadu_ps(ninf, tail, x + nf);
+  for (int64_t i = 0; i < nf; i += 16) mv = _mm512_max_ps(mv, _mm512_loadu_ps(x + i));
+  const __m512 m = _mm512_set1_ps(_mm512_reduce_max_ps(mv));
+  __m512 sv = _mm512_setzero_ps();
+  for (int64_t i = 0; i < nf; i += 16) {
+    const __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), m));
+    _mm512_storeu_ps(y + i, e);
+    sv = _mm512_add_ps(sv, e);
+  }
+  const __m512 et = _mm512_maskz_mov_ps(tail, exp16(_mm512_sub_ps(_mm512_mask_loadu_ps(ninf, tail, x + nf), m)));
+  sv = _mm512_add_ps(sv, et);
+  const __m512 inv = _mm512_set1_ps(1.f / _mm512_reduce_add_ps(sv));
+  for (int64_t i = 0; i < nf; i += 16) _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_loadu_ps(y + i), inv));
+  _mm512_mask_storeu_ps(y + nf, tail, _mm512_mul_ps(et, inv));
+}
+#pragma GCC diagnostic pop
 
 template <>
 void softmax_rows<float>(const float* x, float* y, int64_t outer, int64_t n, ThreadPool* pool) {

@@ -74,6 +74,7 @@ PassResult lower_int8(ir::Graph& g, const PassOptions& o);           // QDQ -> i
 PassResult channels_last(ir::Graph& g, const PassOptions& o);        // NHWC between convs
 PassResult fold_batch_norm(ir::Graph& g, const PassOptions& o);      // BN into Conv / Gemm / MatMul
 PassResult fuse_conv(ir::Graph& g, const PassOptions& o);            // Conv [+Add] [+act] -> FusedConv
+PassResult fuse_matmul(ir::Graph& g, const PassOptions& o);          // MatMul [+bias] [+Add] [+act] -> FusedMatMul
 PassResult fuse_layer_norm(ir::Graph& g, const PassOptions& o);      // decomposed LayerNorm -> one node
 PassResult fuse_gelu(ir::Graph& g, const PassOptions& o);            // Erf-GELU subgraph -> Gelu
 PassResult fuse_hard_swish(ir::Graph& g, const PassOptions& o);      // x * HardSigmoid(x) -> HardSwish

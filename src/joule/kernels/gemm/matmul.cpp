@@ -1,6 +1,9 @@
-// MatMul (numpy semantics, batch broadcasting) through SGEMM (OpenBLAS or oneDNN). Batches whose B is the
-// same matrix (a weight shared by every row of A) are merged into one tall GEMM.
+// MatMul (numpy semantics, batch broadcasting) and joule's FusedMatMul through SGEMM (OpenBLAS or
+// oneDNN). Batches whose B is the same matrix (a weight shared by every row of A) are merged into
+// one tall GEMM. FusedMatMul's bias and residual are written into Y first (beta = 1), its
+// activation is one pass afterwards.
 #include "joule/kernels/algorithm.h"
+#include "joule/kernels/gemm/matmul_epilogue.h"
 #include "joule/kernels/gemm/sgemm.h"
 #include "joule/ops/util.h"
 
@@ -12,6 +15,7 @@ struct MatMulPlan {
   int64_t M = 0, N = 0, K = 0;
   std::vector<int64_t> a_off, b_off;  // per batch, in elements
   bool merged = false;                // one GEMM of [batches*M, K] x [K, N]
+  MatMulEpilogue ep;                  // FusedMatMul's
 };
 
 std::string read(const NodeView& v, MatMulPlan* p) {
@@ -39,6 +43,9 @@ std::string read(const NodeView& v, MatMulPlan* p) {
     a_contig = a_contig && p->a_off.back() == t * p->M * p->K;
   }
   p->merged = nb > 1 && b_shared && a_contig;
+  if (std::string why = read_matmul_epilogue(v, p->y.empty() ? 1 : p->y.back(), &p->ep); !why.empty()) return why;
+  if (p->ep.residual && v.in_types[3]->static_shape() != p->y) return "residual does not have the output's shape";
+  if (p->ep.bias && p->b.size() == 1) return "a bias with a 1-D B";  // Y's last dim is then M, not N
   return "";
 }
 
@@ -54,20 +61,26 @@ class BlasMatMul : public Kernel {
     const float *a = A.data<float>(), *b = B.data<float>();
     float* y = Y.data<float>();
     const int64_t M = p_.M, N = p_.N, K = p_.K, nb = static_cast<int64_t>(p_.a_off.size());
+    const bool pre = p_.ep.bias || p_.ep.residual;
+    if (pre)
+      matmul_prefill(y, p_.ep.bias ? k.in(2).data<float>() : nullptr, p_.ep.residual ? k.in(3).data<float>() : nullptr,
+                     nb * M, N);
+    const float beta = pre ? 1.f : 0.f;
     if (p_.merged || nb == 1) {
       parallel_sgemm(b_, *k.pool, false, false, M * (p_.merged ? nb : 1), N, K, 1.f, a + p_.a_off[0], K,
-                     b + p_.b_off[0], N, 0.f, y, N);
+                     b + p_.b_off[0], N, beta, y, N);
     } else if (b_ == Blas::kOnednn) {  // oneDNN's team per product
       for (int64_t t = 0; t < nb; ++t)
         sgemm(b_, k.pool->threads(), false, false, M, N, K, 1.f, a + p_.a_off[static_cast<size_t>(t)], K,
-              b + p_.b_off[static_cast<size_t>(t)], N, 0.f, y + t * M * N, N);
+              b + p_.b_off[static_cast<size_t>(t)], N, beta, y + t * M * N, N);
     } else {
       k.pool->parallel_for(nb, [&](int64_t t0, int64_t t1) {
         for (int64_t t = t0; t < t1; ++t)
           sgemm(b_, 1, false, false, M, N, K, 1.f, a + p_.a_off[static_cast<size_t>(t)], K,
-                b + p_.b_off[static_cast<size_t>(t)], N, 0.f, y + t * M * N, N);
+                b + p_.b_off[static_cast<size_t>(t)], N, beta, y + t * M * N, N);
       });
     }
+    matmul_activate(p_.ep, y, nb * M * N, *k.pool);
   }
 
  private:
@@ -84,7 +97,8 @@ template <Blas B>
 double estimate_ms(const NodeView& v) {
   MatMulPlan p;
   read(v, &p);
-  return sgemm_estimate_ms(B, 2.0 * static_cast<double>(p.a_off.size()) * p.M * p.N * p.K, v.threads);
+  const double outputs = static_cast<double>(p.a_off.size()) * p.M * p.N;
+  return sgemm_estimate_ms(B, 2.0 * outputs * p.K, v.threads) + matmul_epilogue_ms(p.ep, outputs, v.threads);
 }
 
 template <Blas B>
