@@ -88,7 +88,9 @@ struct MatMulBench {
   int64_t m, k, n;
 };
 const MatMulBench kMatMuls[] = {{"vit_qkv_197x384x1152", 197, 384, 1152}, {"vit_mlp_197x384x1536", 197, 384, 1536},
-                                {"fc_1x512x1000", 1, 512, 1000}, {"r50_fc_1x2048x1000", 1, 2048, 1000}};
+                                {"vitb_qkv_197x768x2304", 197, 768, 2304}, {"vitb_fc1_197x768x3072", 197, 768, 3072},
+                                {"vitb_fc2_197x3072x768", 197, 3072, 768}, {"fc_1x512x1000", 1, 512, 1000},
+                                {"r50_fc_1x2048x1000", 1, 2048, 1000}};
 
 void matmul_bench(benchmark::State& st, MatMulBench b, std::string algo) {
   ir::Graph g;
@@ -124,10 +126,13 @@ const bool registered = [] {
   for (const ConvBench& b : kConvs)
     benchmark::RegisterBenchmark(fmt::format("conv/{}/reference", b.name).c_str(), conv_bench, b,
                                  std::string("reference"));
-  for (const MatMulBench& b : kMatMuls)
-    for (const char* algo : {"onednn", "blas", "reference"})
-      benchmark::RegisterBenchmark(fmt::format("matmul/{}/{}", b.name, algo).c_str(), matmul_bench, b,
-                                   std::string(algo));
+  for (const MatMulBench& b : kMatMuls) {
+    for (const kernels::Algorithm* a : kernels::algorithms_for("matmul"))
+      benchmark::RegisterBenchmark(fmt::format("matmul/{}/{}", b.name, a->name).c_str(), matmul_bench, b,
+                                   std::string(a->name));
+    benchmark::RegisterBenchmark(fmt::format("matmul/{}/reference", b.name).c_str(), matmul_bench, b,
+                                 std::string("reference"));
+  }
   return true;
 }();
 

@@ -161,9 +161,9 @@ std::string supports(const NodeView& v) {
   return Read(v, &p);
 }
 
-// Measured 1-thread rates (bench/kernels_bench, BENCHMARKS.md): 180-220 GFLOP/s on transformer
-// shapes, against dnnl_sgemm's 150-200 plus its separate epilogue passes; small products are
-// dominated by the call.
+// 1 thread, bench/kernels_bench matmul/* (BENCHMARKS.md): 190-200 GFLOP/s on ViT shapes, the
+// same as dnnl_sgemm on plain products and 10 % above it on [197x768]x[768x3072]; the gain is
+// the fused epilogue, which the SGEMM kernels pay as extra passes (matmul_epilogue_ms).
 template <std::string (*Read)(const NodeView&, PackedProblem*)>
 double estimate_ms(const NodeView& v) {
   PackedProblem p;
