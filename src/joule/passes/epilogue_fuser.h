@@ -3,7 +3,7 @@
 // output (a residual Add, an activation) into the node, moving the consumer's output to it.
 // Only when each intermediate has a single consumer and is not a graph output; the residual
 // must have the output's static shape and dtype; Clip needs constant bounds. The absorbed
-// nodes are removed by the caller (removed()).
+// nodes are erased by remove_absorbed().
 #include <limits>
 #include <unordered_map>
 #include <unordered_set>
@@ -86,7 +86,14 @@ class EpilogueFuser {
     return true;
   }
 
-  const std::unordered_set<const ir::Node*>& removed() const { return removed_; }
+  // Erases the absorbed nodes and declares the joule domain (for the fused ops); no-op when
+  // nothing was absorbed.
+  void remove_absorbed() {
+    if (removed_.empty()) return;
+    std::erase_if(g_.nodes, [&](const std::unique_ptr<ir::Node>& n) { return removed_.count(n.get()) != 0; });
+    g_.opsets["joule"] = 1;
+    removed_.clear();
+  }
 
  private:
   bool clip_bounds(const ir::Node& c, std::vector<float>* p) const {

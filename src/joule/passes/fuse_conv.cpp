@@ -29,10 +29,7 @@ PassResult fuse_conv(ir::Graph& g, const PassOptions&) {
     activation += act;
     ++fused;
   }
-  if (fused) {
-    std::erase_if(g.nodes, [&](const std::unique_ptr<ir::Node>& n) { return f.removed().count(n.get()) != 0; });
-    g.opsets["joule"] = 1;
-  }
+  f.remove_absorbed();
   r.changed = fused > 0;
   r.info = {{"fused", fused}, {"with_residual", residual}, {"with_activation", activation}};
   return r;

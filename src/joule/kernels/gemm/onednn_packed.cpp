@@ -11,6 +11,7 @@
 #include "joule/kernels/algorithm.h"
 #include "joule/kernels/conv/onednn.h"
 #include "joule/kernels/gemm/matmul_epilogue.h"
+#include "joule/kernels/gemm/onednn_matmul.h"
 
 namespace joule::kernels {
 namespace {
@@ -79,80 +80,70 @@ std::string read_gemm(const NodeView& v, PackedProblem* p) {
   return "";
 }
 
+// The post-ops of a FusedMatMul's epilogue: act(acc + bias + dst) with the residual in dst.
+dnnl::primitive_attr epilogue_attr(const MatMulEpilogue& ep) {
+  dnnl::post_ops po;
+  if (ep.residual) po.append_sum(1.f);
+  switch (ep.act) {
+    case MatMulAct::kNone: break;
+    case MatMulAct::kRelu: po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f); break;
+    case MatMulAct::kLeakyRelu: po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, ep.alpha, 0.f); break;
+    case MatMulAct::kClip: po.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, ep.alpha, ep.beta); break;
+    case MatMulAct::kGelu: po.append_eltwise(1.f, dnnl::algorithm::eltwise_gelu_erf, 0.f, 0.f); break;
+  }
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(po);
+  return attr;
+}
+
+// B (times alpha) as oneDNN user memory; [N, K] row-major is [K, N] in `ba`. `scaled` keeps
+// the scaled copy alive until the primitive has reordered it.
+memory user_weights(const PackedProblem& p, std::vector<float>* scaled) {
+  const float* w = p.w->data<float>();
+  if (p.alpha != 1.f) {
+    scaled->assign(w, w + p.w->numel());
+    for (float& x : *scaled) x *= p.alpha;
+    w = scaled->data();
+  }
+  return memory({{p.K, p.N}, dt::f32, p.tb ? tag::ba : tag::ab}, onednn_engine(), const_cast<float*>(w));
+}
+
 class PackedMatMul : public Kernel {
  public:
-  PackedMatMul(PackedProblem p, int threads) : p_(std::move(p)), stream_(onednn_engine()) {
-    onednn_set_threads(threads);  // oneDNN sizes the primitive's team when it is created
-    const auto& eng = onednn_engine();
-    const memory::desc src_md({p_.M, p_.K}, dt::f32, tag::ab), dst_md({p_.M, p_.N}, dt::f32, tag::ab);
-    const memory::desc bias_md = p_.bias.empty() ? memory::desc() : memory::desc({1, p_.N}, dt::f32, tag::ab);
-    dnnl::post_ops po;
-    if (p_.ep.residual) po.append_sum(1.f);
-    switch (p_.ep.act) {
-      case MatMulAct::kNone: break;
-      case MatMulAct::kRelu: po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f); break;
-      case MatMulAct::kLeakyRelu: po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, p_.ep.alpha, 0.f); break;
-      case MatMulAct::kClip: po.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, p_.ep.alpha, p_.ep.beta); break;
-      case MatMulAct::kGelu: po.append_eltwise(1.f, dnnl::algorithm::eltwise_gelu_erf, 0.f, 0.f); break;
+  PackedMatMul(const PackedProblem& p, int threads)
+      : a_(p.a), y_(p.y), residual_(p.ep.residual),
+        mm_(memory::desc({p.M, p.K}, dt::f32, tag::ab), user_weights(p, &scaled_),
+            p.bias.empty() ? memory::desc() : memory::desc({1, p.N}, dt::f32, tag::ab),
+            memory::desc({p.M, p.N}, dt::f32, tag::ab), epilogue_attr(p.ep), threads) {
+    scaled_ = {};  // packed now
+    if (!p.bias.empty()) {
+      memory bias(mm_.pd().bias_desc(), onednn_engine());
+      std::memcpy(bias.get_data_handle(), p.bias.data(), sizeof(float) * p.bias.size());
+      mm_.args()[DNNL_ARG_BIAS] = bias;
     }
-    dnnl::primitive_attr attr;
-    attr.set_post_ops(po);
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    pd_ = dnnl::matmul::primitive_desc(
-        dnnl::matmul::desc(src_md, memory::desc({p_.K, p_.N}, dt::f32, tag::any), bias_md, dst_md), attr, eng);
-    prim_ = dnnl::matmul(pd_);
-
-    // B (times alpha) into the primitive's layout, once. [N, K] row-major is [K, N] in `ba`.
-    std::vector<float> scaled;
-    const float* w = p_.w->data<float>();
-    if (p_.alpha != 1.f) {
-      scaled.assign(w, w + p_.w->numel());
-      for (float& x : scaled) x *= p_.alpha;
-      w = scaled.data();
-    }
-    memory user_w({{p_.K, p_.N}, dt::f32, p_.tb ? tag::ba : tag::ab}, eng, const_cast<float*>(w));
-    weights_ = memory(pd_.weights_desc(), eng);
-    dnnl::reorder(user_w, weights_).execute(stream_, user_w, weights_);
-    stream_.wait();
-    src_ = memory(src_md, eng, DNNL_MEMORY_NONE);
-    dst_ = memory(dst_md, eng, DNNL_MEMORY_NONE);
-    scratch_ = memory(pd_.scratchpad_desc(), eng);
-    args_ = {{DNNL_ARG_SRC, src_}, {DNNL_ARG_WEIGHTS, weights_}, {DNNL_ARG_DST, dst_}, {DNNL_ARG_SCRATCHPAD, scratch_}};
-    if (!p_.bias.empty()) {
-      bias_ = memory(pd_.bias_desc(), eng);
-      std::memcpy(bias_.get_data_handle(), p_.bias.data(), sizeof(float) * p_.bias.size());
-      args_[DNNL_ARG_BIAS] = bias_;
-    }
-    p_.w = nullptr;  // packed now; the plan does not keep the initializer's address
   }
 
   void run(ops::KernelContext& k) const override {
     const Tensor& A = k.in(0);
-    if (A.dtype() != DType::Float32 || A.shape() != p_.a)
-      fail(k.node.where() + ": input " + A.describe() + " differs from the planned float32" + shape_str(p_.a));
-    Tensor& Y = k.output(0, DType::Float32, p_.y);
-    if (p_.ep.residual) {  // the sum post-op adds what Y holds
+    if (A.dtype() != DType::Float32 || A.shape() != a_)
+      fail(k.node.where() + ": input " + A.describe() + " differs from the planned float32" + shape_str(a_));
+    Tensor& Y = k.output(0, DType::Float32, y_);
+    if (residual_) {  // the sum post-op adds what Y holds
       const Tensor& Z = k.in(3);
-      if (Z.dtype() != DType::Float32 || Z.shape() != p_.y)
-        fail(k.node.where() + ": residual " + Z.describe() + " differs from the planned output " + shape_str(p_.y));
+      if (Z.dtype() != DType::Float32 || Z.shape() != y_)
+        fail(k.node.where() + ": residual " + Z.describe() + " differs from the planned output " + shape_str(y_));
       if (Z.raw() != Y.raw()) std::memcpy(Y.raw(), Z.raw(), Y.nbytes());
     }
-    onednn_set_threads(k.pool->threads());
-    src_.set_data_handle(const_cast<void*>(A.raw()));
-    dst_.set_data_handle(Y.raw());
-    prim_.execute(stream_, args_);
-    stream_.wait();
+    mm_.execute(A.raw(), Y.raw(), k.pool->threads());
   }
 
-  std::string detail() const override { return pd_.impl_info_str(); }
+  std::string detail() const override { return mm_.detail(); }
 
  private:
-  PackedProblem p_;
-  mutable dnnl::stream stream_;
-  dnnl::matmul::primitive_desc pd_;
-  dnnl::matmul prim_;
-  mutable memory src_, dst_, weights_, bias_, scratch_;
-  std::unordered_map<int, memory> args_;
+  Shape a_, y_;
+  bool residual_;
+  std::vector<float> scaled_;  // alpha * B until the primitive has packed it
+  OnednnMatMulPrimitive mm_;
 };
 
 template <std::string (*Read)(const NodeView&, PackedProblem*)>
@@ -176,7 +167,7 @@ std::unique_ptr<Kernel> prepare(const NodeView& v) {
   PackedProblem p;
   if (std::string why = Read(v, &p); !why.empty()) fail_internal(v.node.where() + ": " + why);
   try {
-    return std::make_unique<PackedMatMul>(std::move(p), v.threads);
+    return std::make_unique<PackedMatMul>(p, v.threads);
   } catch (const dnnl::error& e) {
     fail_unsupported(v.node.where() + ": oneDNN refused the matmul: " + std::string(e.what()));
   }

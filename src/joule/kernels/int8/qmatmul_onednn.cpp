@@ -5,6 +5,7 @@
 #include <dnnl.hpp>
 
 #include "joule/kernels/conv/onednn.h"
+#include "joule/kernels/gemm/onednn_matmul.h"
 #include "joule/kernels/int8/onednn_int8.h"
 
 namespace joule::kernels {
@@ -37,27 +38,13 @@ std::string read(const NodeView& v, QMatMulProblem* p) {
 
 class OnednnQMatMul : public Kernel {
  public:
-  OnednnQMatMul(const QMatMulProblem& p, int threads) : p_(p), stream_(onednn_engine()) {
-    onednn_set_threads(threads);
-    const Int8Params& q = p.q;
-    const auto& eng = onednn_engine();
-    const bool bias = !q.bias_acc.empty();
-    const memory::desc src_md({p.M, p.K}, onednn_code_type(q.x_type), tag::ab);
-    const memory::desc dst_md({p.M, p.N}, onednn_code_type(q.y_type), tag::ab);
-    const memory::desc bias_md = bias ? memory::desc({1, p.N}, dt::f32, tag::ab) : memory::desc();
-    dnnl::matmul::desc d(src_md, memory::desc({p.K, p.N}, dt::s8, tag::any), bias_md, dst_md);
-    const dnnl::primitive_attr attr = onednn_int8_attr(q);
-    pd_ = dnnl::matmul::primitive_desc(d, attr, eng);
-    prim_ = dnnl::matmul(pd_);
-    memory user_w({{p.K, p.N}, dt::s8, tag::ab}, eng, const_cast<int8_t*>(q.w->data<int8_t>()));
-    weights_ = memory(pd_.weights_desc(), eng);
-    dnnl::reorder(user_w, weights_).execute(stream_, user_w, weights_);
-    stream_.wait();
-    src_ = memory(src_md, eng, DNNL_MEMORY_NONE);
-    dst_ = memory(dst_md, eng, DNNL_MEMORY_NONE);
-    scratch_ = memory(pd_.scratchpad_desc(), eng);
-    args_ = {{DNNL_ARG_SRC, src_}, {DNNL_ARG_WEIGHTS, weights_}, {DNNL_ARG_DST, dst_}, {DNNL_ARG_SCRATCHPAD, scratch_}};
-    onednn_bind_int8_args(q, pd_.bias_desc(), args_);
+  OnednnQMatMul(const QMatMulProblem& p, int threads)
+      : p_(p),
+        mm_(memory::desc({p.M, p.K}, onednn_code_type(p.q.x_type), tag::ab),
+            memory({{p.K, p.N}, dt::s8, tag::ab}, onednn_engine(), const_cast<int8_t*>(p.q.w->data<int8_t>())),
+            p.q.bias_acc.empty() ? memory::desc() : memory::desc({1, p.N}, dt::f32, tag::ab),
+            memory::desc({p.M, p.N}, onednn_code_type(p.q.y_type), tag::ab), onednn_int8_attr(p.q), threads) {
+    onednn_bind_int8_args(p.q, mm_.pd().bias_desc(), mm_.args());
   }
 
   void run(ops::KernelContext& k) const override {
@@ -66,22 +53,14 @@ class OnednnQMatMul : public Kernel {
       fail(k.node.where() + ": input " + A.describe() + " differs from the planned " + dtype_name(p_.q.x_type) +
            shape_str(p_.a_shape));
     Tensor& Y = k.output(0, p_.q.y_type, p_.y_shape);
-    onednn_set_threads(k.pool->threads());
-    src_.set_data_handle(const_cast<void*>(A.raw()));
-    dst_.set_data_handle(Y.raw());
-    prim_.execute(stream_, args_);
-    stream_.wait();
+    mm_.execute(A.raw(), Y.raw(), k.pool->threads());
   }
 
-  std::string detail() const override { return pd_.impl_info_str(); }
+  std::string detail() const override { return mm_.detail(); }
 
  private:
   QMatMulProblem p_;
-  mutable dnnl::stream stream_;
-  dnnl::matmul::primitive_desc pd_;
-  dnnl::matmul prim_;
-  mutable memory src_, dst_, weights_, scratch_;
-  std::unordered_map<int, memory> args_;
+  OnednnMatMulPrimitive mm_;
 };
 
 std::string supports(const NodeView& v) {
