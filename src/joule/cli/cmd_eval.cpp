@@ -1,67 +1,45 @@
 // joule eval: top-1/top-5 of a classifier on labelled data; joule data: dataset tools.
 #include <fmt/format.h>
-#include <unistd.h>
 
+#include "joule/api/evaluate.h"
 #include "joule/cli/commands.h"
-#include "joule/cli/data_flags.h"
 #include "joule/cli/util.h"
-#include "joule/core/error.h"
-#include "joule/data/evaluate.h"
 
 namespace joule::cli {
 
 namespace {
 struct EvalArgs {
-  std::string model, data, passes = "default", format = "table", int8 = "real";
-  std::vector<std::string> input_shapes;
-  size_t limit = 0;
-  int threads = 1;
-  DataFlags flags;
-  AlgoFlags algo;
+  std::string model, data, format = "table";
+  ShapeFlags shapes;
+  api::EvalOptions opt;
 };
 }  // namespace
 
 Action add_eval(CLI::App& app) {
   auto a = std::make_shared<EvalArgs>();
-  app.add_option("model", a->model, "ONNX model file ('default' = the bundled Fashion-MNIST CNN)")->required();
+  add_model_arg(app, a->model);
   app.add_option("--data", a->data, "labelled data SPEC: .npy (+ _labels.npy), IDX, JPEG class folder, LMDB")
       ->required();
-  app.add_option("--limit", a->limit, "evaluate only the first N samples");
-  app.add_option("--threads", a->threads, "intra-op threads")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--passes", a->passes, "graph passes: none, default or a list")->capture_default_str();
-  app.add_option("--input-shape", a->input_shapes, "NAME=1,3,224,224 (or one shape for a one-input model)");
+  app.add_option("--limit", a->opt.limit, "evaluate only the first N samples");
+  add_input_shape_option(app, a->shapes);
   app.add_option("--format", a->format, "table or json")->check(CLI::IsMember({"table", "json"}));
-  add_data_options(app, a->flags);
-  add_int8_option(app, a->int8);
-  add_algo_options(app, a->algo);
+  add_data_options(app, a->opt.preprocess);
+  add_prepare_options(app, a->opt.prepare, "graph passes: none, default or a list");
   return [a] {
-    const std::string path = resolve_model_path(a->model);
-    ir::Graph g = load_model_or_default(path);
-    apply_input_shapes(g, a->input_shapes);
-    std::string how;
-    auto d = open_data(a->data, g, path, a->flags, &how);
-    runtime::SessionOptions so;
-    so.threads = a->threads;
-    so.algo = a->algo.spec();
-    apply_passes(g, a->passes, a->int8, &so);
-    runtime::Session s(std::move(g), so);
-    data::EvalResult r = data::evaluate(s, *d, a->limit, [](size_t done, size_t total) {
-      if (isatty(2) && done % 200 == 0) fmt::print(stderr, "\revaluating {}/{}", done, total);
-    });
-    if (isatty(2)) fmt::print(stderr, "\r{:<40}\r", "");
+    a->opt.data = api::DataSource::from_spec(a->data);
+    a->opt.input_shapes = a->shapes.parse();
+    const api::EvalReport r = api::evaluate(api::Model::load(a->model), a->opt, terminal_hooks());
+    end_status();
     if (a->format == "json") {
-      nlohmann::json j = r.to_json();
-      j["model"] = path;
-      j["data"] = d->describe();
-      j["preprocessing"] = how;
-      fmt::print("{}\n", j.dump(2));
+      fmt::print("{}\n", r.to_json().dump(2));
       return 0;
     }
-    fmt::print("{} on {}\npreprocessing: {}\n", path, d->describe(), how);
-    fmt::print("top-1 {:.2f}% ({}/{})", 100 * r.top1_rate(), r.top1, r.samples);
-    if (r.classes >= 5) fmt::print("  top-5 {:.2f}%", 100 * r.top5_rate());
-    fmt::print("  samples {}{}  {:.1f} s\n", r.samples, r.skipped ? fmt::format(" ({} skipped)", r.skipped) : "",
-               r.seconds);
+    const data::EvalResult& e = r.result;
+    fmt::print("{} on {}\npreprocessing: {}\n", r.model, r.data, r.preprocessing);
+    fmt::print("top-1 {:.2f}% ({}/{})", 100 * e.top1_rate(), e.top1, e.samples);
+    if (e.classes >= 5) fmt::print("  top-5 {:.2f}%", 100 * e.top5_rate());
+    fmt::print("  samples {}{}  {:.1f} s\n", e.samples, e.skipped ? fmt::format(" ({} skipped)", e.skipped) : "",
+               e.seconds);
     return 0;
   };
 }

@@ -1,48 +1,18 @@
 #include <fmt/core.h>
 
+#include "joule/api/info.h"
 #include "joule/cli/commands.h"
 #include "joule/cli/util.h"
-#include "joule/passes/model_info.h"
 
 namespace joule::cli {
 
 namespace {
 struct InfoArgs {
-  std::string model;
-  std::string format = "table";
+  std::string model, format = "table";
   bool nodes = false;
-  std::string after_passes;  // empty: the model as loaded
-  std::vector<std::string> input_shapes;
-  bool plan = false;
-  int threads = 0;
-  AlgoFlags algo;
+  ShapeFlags shapes;
+  api::InfoOptions opt;
 };
-
-// The session's plan: algorithm per node (from node metadata written by the Session).
-nlohmann::json plan_json(const runtime::Session& s) {
-  nlohmann::json steps = nlohmann::json::array();
-  std::map<std::string, int> count;
-  for (size_t i = 0; i < s.num_steps(); ++i) {
-    const ir::Node& n = s.step_node(i);
-    const nlohmann::json& sw = n.meta["software"];
-    const ir::TensorType* t = n.outputs.empty() ? nullptr : s.graph().type_of(n.outputs[0]);
-    nlohmann::json e = {{"step", i},
-                        {"node", n.name},
-                        {"op", n.op_type},
-                        {"algorithm", sw.value("algorithm", "reference")},
-                        {"source", sw.value("algorithm_source", "")},
-                        {"output", t ? t->str() : "?"}};
-    if (sw.contains("algorithm_detail")) e["detail"] = sw["algorithm_detail"];
-    if (sw.contains("algorithm_ms")) e["measured_ms"] = sw["algorithm_ms"];
-    ++count[e["algorithm"].get<std::string>()];
-    steps.push_back(e);
-  }
-  const runtime::MemoryPlan& m = s.memory_plan();
-  return {{"threads", s.threads()},
-          {"steps", steps},
-          {"algorithms", count},
-          {"memory", {{"arena_bytes", m.arena_bytes}, {"naive_bytes", m.naive_bytes}, {"planned_buffers", m.planned_buffers}}}};
-}
 
 void print_plan(const nlohmann::json& p) {
   fmt::print("\nplan ({} thread{}):\n{:>4}  {:<40} {:<18} {:<13} {:<22} {}\n", p["threads"].get<int>(),
@@ -105,46 +75,35 @@ Action add_info(CLI::App& app) {
   app.add_option("model", a->model, "ONNX model file")->required();
   app.add_option("--format", a->format, "table or json")->check(CLI::IsMember({"table", "json"}));
   app.add_flag("--nodes", a->nodes, "also list every node with its cost (table format)");
-  app.add_option("--input-shape", a->input_shapes, "NAME=1,3,224,224 (or just the dims for one input): resolve symbolic dims");
-  app.add_flag("--after-passes{default}", a->after_passes,
+  add_input_shape_option(app, a->shapes);
+  app.add_flag("--after-passes{default}", a->opt.after_passes,
                "show the model after a pass pipeline: --after-passes (default pipeline) or --after-passes=LIST");
-  app.add_flag("--plan", a->plan,
+  app.add_flag("--plan", a->opt.plan,
                "compile a session and print the algorithm chosen per node (after the default passes unless "
                "--after-passes says otherwise)");
-  app.add_option("--threads", a->threads, "threads the plan is made for (--plan; default: all cores)")
+  app.add_option("--threads", a->opt.threads, "threads the plan is made for (--plan; default: all cores)")
       ->check(CLI::NonNegativeNumber);
-  add_algo_options(app, a->algo);
+  add_algo_options(app, a->opt.algo);
   return [a] {
-    ir::Graph g = load_model_or_default(a->model);
-    nlohmann::json pipeline;
-    apply_input_shapes(g, a->input_shapes);
-    if (a->plan && a->after_passes.empty()) a->after_passes = "default";
-    runtime::SessionOptions so;
-    so.threads = a->threads;
-    so.algo = a->algo.spec();
-    if (!a->after_passes.empty()) pipeline = apply_passes(g, a->after_passes, "simulated", &so);
-    nlohmann::json j = passes::model_info(g);
-    if (!pipeline.is_null()) j["passes"] = pipeline;
-    if (a->plan) {
-      runtime::Session session(g, so);
-      j["plan"] = plan_json(session);
-    }
+    a->opt.input_shapes = a->shapes.parse();
+    const nlohmann::json j = api::info(api::Model::load(a->model), a->opt);
     if (a->format == "json") {
       fmt::print("{}\n", j.dump(2));
       return 0;
     }
-    if (!pipeline.is_null()) {
-      fmt::print("after passes '{}': nodes {} -> {}, initializers {} -> {} ({:.1f} ms)\n", a->after_passes,
-                 pipeline["nodes_before"].get<size_t>(), pipeline["nodes_after"].get<size_t>(),
-                 pipeline["initializers_before"].get<size_t>(), pipeline["initializers_after"].get<size_t>(),
-                 pipeline["ms"].get<double>());
+    if (j.contains("passes")) {
+      const nlohmann::json& pipeline = j["passes"];
+      fmt::print("after passes '{}': nodes {} -> {}, initializers {} -> {} ({:.1f} ms)\n",
+                 a->opt.after_passes.empty() ? "default" : a->opt.after_passes, pipeline["nodes_before"].get<size_t>(),
+                 pipeline["nodes_after"].get<size_t>(), pipeline["initializers_before"].get<size_t>(),
+                 pipeline["initializers_after"].get<size_t>(), pipeline["ms"].get<double>());
       for (auto& p : pipeline["passes"])
         fmt::print("  {:<22} {:>5} -> {:<5} nodes {:>8.2f} ms  {}\n", p["pass"].get<std::string>(),
                    p["nodes_before"].get<size_t>(), p["nodes_after"].get<size_t>(), p["ms"].get<double>(),
                    p["info"].dump());
     }
     print_table(j, a->nodes);
-    if (a->plan) print_plan(j["plan"]);
+    if (j.contains("plan")) print_plan(j["plan"]);
     return 0;
   };
 }

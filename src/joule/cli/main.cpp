@@ -41,6 +41,10 @@ int main(int argc, char** argv) {
   try {
     for (auto* sub : app.get_subcommands()) return actions.at(sub)();
   } catch (const joule::Error& e) {
+    if (e.kind() == joule::Error::Kind::Cancelled) {
+      fmt::print(stderr, "\njoule: interrupted\n");
+      return 130;
+    }
     fmt::print(stderr, "joule: error: {}\n", e.what());
     return e.is_user_error() ? 2 : 1;
   } catch (const std::bad_alloc&) {

@@ -5,13 +5,15 @@
 namespace joule {
 
 // Errors thrown inside the library. The CLI prints what() on one line and exits with
-// 2 for bad input (the user can fix it) or 1 for an internal fault.
+// 2 for bad input (the user can fix it), 1 for an internal fault, 130 when the user
+// cancelled (Ctrl-C between runs); Python raises joule.BadInput / joule.Unsupported /
+// joule.Error / KeyboardInterrupt.
 class Error : public std::runtime_error {
  public:
-  enum class Kind { BadInput, Unsupported, Internal };
+  enum class Kind { BadInput, Unsupported, Internal, Cancelled };
   Error(Kind kind, const std::string& msg) : std::runtime_error(msg), kind_(kind) {}
   Kind kind() const { return kind_; }
-  bool is_user_error() const { return kind_ != Kind::Internal; }
+  bool is_user_error() const { return kind_ == Kind::BadInput || kind_ == Kind::Unsupported; }
 
  private:
   Kind kind_;

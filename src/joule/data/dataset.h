@@ -41,6 +41,12 @@ class Dataset {
 // directory (contains data.mdb) written by convert_to_lmdb. Anything else: fail("SPEC: ...why...").
 std::unique_ptr<Dataset> open_dataset(const std::string& spec, const Preprocess& p);
 
+// Arrays in memory (a Python caller's numpy arrays): `images` with the sample axis first
+// (float32 used as is, float64 cast, uint8 treated as pixels: scale, then mean/std); `labels`
+// integers, one per sample, or undefined for none. `what` names them in messages.
+std::unique_ptr<Dataset> open_arrays(Tensor images, Tensor labels, const Preprocess& p,
+                                     const std::string& what = "array");
+
 // Class-folder dataset -> LMDB (stores the original JPEG bytes + label per record and a meta record with
 // the class names; decoding happens at read time). Atomic: written to OUT.tmp-XXXX then renamed; on any
 // error nothing is left at OUT. Returns the record count. Corrupt images are skipped and listed in

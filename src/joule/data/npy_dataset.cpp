@@ -1,5 +1,5 @@
-// .npy arrays: the first axis is the sample axis. float data is taken as already preprocessed;
-// uint8 data is treated as pixels (scale, then mean/std).
+// .npy files and arrays in memory: the first axis is the sample axis. float data is taken as
+// already preprocessed; uint8 data is treated as pixels (scale, then mean/std).
 #include <cstring>
 #include <filesystem>
 
@@ -33,32 +33,33 @@ std::string find_labels_file(const std::string& path) {
   return "";
 }
 
-class NpyDataset : public Dataset {
+// Samples along the first axis of an array held in memory (from a .npy file or a caller).
+class ArrayDataset : public Dataset {
  public:
-  NpyDataset(const std::string& path, const Preprocess& p) : path_(path), pre_(p) {
-    data_ = load_npy(path);
+  // `what` names the data in messages ("NPY PATH", "array"); `labels_what` the labels
+  // ("" when `labels` is undefined: no labels).
+  ArrayDataset(Tensor data, Tensor labels, const Preprocess& p, std::string what, std::string labels_what)
+      : what_(std::move(what)), labels_what_(std::move(labels_what)), pre_(p), data_(std::move(data)) {
     if (data_.dtype() == DType::Float64) data_ = data_.cast(DType::Float32);
     if (data_.dtype() != DType::Float32 && data_.dtype() != DType::UInt8)
-      fail(path + ": dtype " + dtype_name(data_.dtype()) + " is not supported (float32, float64 or uint8)");
-    if (data_.rank() < 1) fail(path + ": a 0-d array holds no samples (the first axis is the sample axis)");
+      fail(what_ + ": dtype " + dtype_name(data_.dtype()) + " is not supported (float32, float64 or uint8)");
+    if (data_.rank() < 1) fail(what_ + ": a 0-d array holds no samples (the first axis is the sample axis)");
     n_ = data_.dim(0);
     const Shape file_sample(data_.shape().begin() + 1, data_.shape().end());
     if (pre_.sample_shape.empty()) pre_.sample_shape = file_sample;
     if (drop_leading_one(file_sample) != drop_leading_one(pre_.sample_shape))
-      fail(path + ": samples have shape " + shape_str(file_sample) + " (array " + shape_str(data_.shape()) +
+      fail(what_ + ": samples have shape " + shape_str(file_sample) + " (array " + shape_str(data_.shape()) +
            ") but the model wants " + shape_str(pre_.sample_shape));
     per_sample_ = shape_numel(file_sample);
-    if (data_.dtype() == DType::UInt8) check_normalisation(pre_, channel_count(pre_.sample_shape), path);
-
-    labels_path_ = find_labels_file(path);
-    if (!labels_path_.empty()) load_labels();
+    if (data_.dtype() == DType::UInt8) check_normalisation(pre_, channel_count(pre_.sample_shape), what_);
+    if (labels.defined()) set_labels(labels);
   }
 
   size_t size() const override { return static_cast<size_t>(n_); }
-  bool has_labels() const override { return !labels_path_.empty(); }
+  bool has_labels() const override { return !labels_.empty(); }
 
   Sample get(size_t i) const override {
-    check_index(i, size(), path_);
+    check_index(i, size(), what_);
     Sample s;
     s.input = Tensor(DType::Float32, pre_.sample_shape);
     float* x = s.input.data<float>();
@@ -73,32 +74,31 @@ class NpyDataset : public Dataset {
   }
 
   std::string describe() const override {
-    std::string d = "NPY " + path_ + ": " + std::to_string(n_) + " samples " + dtype_name(data_.dtype()) +
+    std::string d = what_ + ": " + std::to_string(n_) + " samples " + dtype_name(data_.dtype()) +
                     shape_str(pre_.sample_shape);
     d += data_.dtype() == DType::Float32 ? " (used as is), " : ", ";
     if (!has_labels()) return d + "no labels";
-    return d + "labels " + std::to_string(classes_) + " classes from " + labels_path_;
+    return d + "labels " + std::to_string(classes_) + " classes from " + labels_what_;
   }
 
  private:
-  void load_labels() {
-    Tensor t = load_npy(labels_path_);
+  void set_labels(const Tensor& t) {
     if (!is_integer(t.dtype()))
-      fail(labels_path_ + ": labels must be integers (int64, int32 or uint8), got " + dtype_name(t.dtype()));
+      fail(labels_what_ + ": labels must be integers (int64, int32 or uint8), got " + dtype_name(t.dtype()));
     if (t.numel() != n_ || (t.rank() >= 1 && t.dim(0) != n_))
-      fail(labels_path_ + ": " + std::to_string(t.numel()) + " labels (shape " + shape_str(t.shape()) +
-           ") but " + path_ + " has " + std::to_string(n_) + " samples");
+      fail(labels_what_ + ": " + std::to_string(t.numel()) + " labels (shape " + shape_str(t.shape()) + ") but " +
+           what_ + " has " + std::to_string(n_) + " samples");
     labels_.resize(static_cast<size_t>(n_));
     for (int64_t i = 0; i < n_; ++i) {
       labels_[i] = t.value_as_int(i);
       if (labels_[i] < 0)
-        fail(labels_path_ + ": label " + std::to_string(labels_[i]) + " at index " + std::to_string(i) +
+        fail(labels_what_ + ": label " + std::to_string(labels_[i]) + " at index " + std::to_string(i) +
              " is negative");
       classes_ = std::max(classes_, labels_[i] + 1);
     }
   }
 
-  std::string path_, labels_path_;
+  std::string what_, labels_what_;
   Preprocess pre_;
   Tensor data_;
   int64_t n_ = 0, per_sample_ = 0, classes_ = 0;
@@ -108,7 +108,14 @@ class NpyDataset : public Dataset {
 }  // namespace
 
 std::unique_ptr<Dataset> open_npy(const std::string& path, const Preprocess& p) {
-  return std::make_unique<NpyDataset>(path, p);
+  Tensor data = load_npy(path);
+  const std::string labels_path = find_labels_file(path);
+  Tensor labels = labels_path.empty() ? Tensor() : load_npy(labels_path);
+  return std::make_unique<ArrayDataset>(std::move(data), std::move(labels), p, "NPY " + path, labels_path);
+}
+
+std::unique_ptr<Dataset> open_arrays(Tensor images, Tensor labels, const Preprocess& p, const std::string& what) {
+  return std::make_unique<ArrayDataset>(std::move(images), std::move(labels), p, what, what + " labels");
 }
 
 }  // namespace joule::data

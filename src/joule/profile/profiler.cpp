@@ -171,6 +171,7 @@ ProfileResult profile_model(const ir::Graph& graph, const ProfileOptions& opt, c
   auto w0 = Clock::now();
   do {
     if (opt.warmup_time_s <= 0 && r.warmup_runs >= opt.warmup) break;
+    if (opt.checkpoint) opt.checkpoint();
     session.run(inputs);
     ++r.warmup_runs;
   } while (opt.warmup_time_s <= 0 || std::chrono::duration<double>(Clock::now() - w0).count() < opt.warmup_time_s);
@@ -182,6 +183,7 @@ ProfileResult profile_model(const ir::Graph& graph, const ProfileOptions& opt, c
   double plain_total_s = 0;
   const int min_runs = std::max(1, opt.runs);
   for (int i = 0; i < min_runs || plain_total_s < opt.min_time_s; ++i) {
+    if (opt.checkpoint) opt.checkpoint();
     session.clear_observers();
     auto t0 = Clock::now();
     session.run(inputs);
@@ -303,6 +305,7 @@ ProfileResult profile_model(const ir::Graph& graph, const ProfileOptions& opt, c
     meter->start();
     auto t0 = Clock::now();
     do {
+      if (opt.checkpoint) opt.checkpoint();
       session.run(inputs);
       meter->add_work(r.total_flops, r.total_bytes);
       ++e.iterations;

@@ -5,6 +5,7 @@
 // and per layer by replay), and the machine outputs (JSON, CSV, Chrome trace). The console
 // table is printed from the same ProfileResult.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -41,6 +42,8 @@ struct ProfileOptions {
   std::string algo_label;          // the --algo value a sweep point used; names the point's
                                    // algorithm column instead of the per-node summary
   uint32_t seed = 0;
+  // Called before every run (warm-up, timed, energy); may throw to stop (cancellation).
+  std::function<void()> checkpoint;
 };
 
 struct LayerResult {

@@ -151,9 +151,9 @@ AutoMpResult automp(const std::vector<NodeChoice>& start, const std::vector<size
   return r;
 }
 
-std::string automp_config_yaml(const std::string& config_path, const ir::Graph& g, const std::vector<NodeChoice>& start,
-                               const AutoMpResult& r) {
-  YAML::Node root = YAML::LoadFile(config_path);
+std::string automp_config_yaml(const std::string& config_yaml, const std::string& source, const ir::Graph& g,
+                               const std::vector<NodeChoice>& start, const AutoMpResult& r) {
+  YAML::Node root = YAML::Load(config_yaml);
   YAML::Node rules = root["rules"];
   for (size_t i = 0; i < start.size(); ++i) {
     if (r.rung[i].empty()) continue;
@@ -181,7 +181,7 @@ std::string automp_config_yaml(const std::string& config_path, const ir::Graph& 
   root["rules"] = rules;
   YAML::Emitter out;
   out << root;
-  return std::string("# AutoMP result: ") + config_path + " with the layers it moved to higher precision.\n" +
+  return std::string("# AutoMP result: ") + source + " with the layers it moved to higher precision.\n" +
          out.c_str() + "\n";
 }
 

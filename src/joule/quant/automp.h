@@ -48,9 +48,10 @@ AutoMpResult automp(const std::vector<NodeChoice>& start, const std::vector<size
                     const std::function<double(const std::vector<NodeChoice>&)>& score, double reference,
                     const AutoMpOptions& o);
 
-// The config that reproduces the result: the original YAML with one rule per promoted node
-// appended (`match: {name: ...}` with the rung's formats, or `skip: true` for fp32).
-std::string automp_config_yaml(const std::string& config_path, const ir::Graph& g, const std::vector<NodeChoice>& start,
-                               const AutoMpResult& r);
+// The config that reproduces the result: the original YAML (`config_yaml`, from `source`) with
+// one rule per promoted node appended (`match: {name: ...}` with the rung's formats, or
+// `skip: true` for fp32).
+std::string automp_config_yaml(const std::string& config_yaml, const std::string& source, const ir::Graph& g,
+                               const std::vector<NodeChoice>& start, const AutoMpResult& r);
 
 }  // namespace joule::quant

@@ -1,4 +1,4 @@
-#include "joule/cli/data_flags.h"
+#include "joule/api/data.h"
 
 #include <fmt/format.h>
 
@@ -8,7 +8,7 @@
 #include "joule/core/file_util.h"
 #include "joule/data/loader.h"
 
-namespace joule::cli {
+namespace joule::api {
 
 namespace {
 
@@ -20,7 +20,8 @@ std::vector<float> json_floats(const nlohmann::json& j) {
 
 bool is_jpeg_data(const std::string& spec) {
   namespace fs = std::filesystem;
-  if (!fs::is_directory(spec)) return false;
+  std::error_code ec;
+  if (!fs::is_directory(spec, ec)) return false;
   if (fs::exists(fs::path(spec) / "data.mdb")) return true;
   for (auto& e : fs::directory_iterator(spec))
     if (e.is_directory()) return true;
@@ -35,54 +36,61 @@ Tensor with_batch(const Tensor& t) {
 
 }  // namespace
 
-void add_data_options(CLI::App& app, DataFlags& f) {
-  app.add_option("--mean", f.mean, "per-channel mean subtracted after scaling (default: the model's sidecar JSON)")
-      ->delimiter(',');
-  app.add_option("--std", f.std, "per-channel standard deviation divided by (default: the model's sidecar JSON)")
-      ->delimiter(',');
-  app.add_option("--scale", f.scale, "multiplier for integer pixels before mean/std")->capture_default_str();
-  app.add_option("--resize", f.resize, "JPEG data: shorter side before the centre crop (default crop*256/224)");
+DataSource DataSource::from_spec(std::string spec) {
+  DataSource d;
+  d.spec = std::move(spec);
+  return d;
 }
 
-std::unique_ptr<data::Dataset> open_data(const std::string& spec, const ir::Graph& g, const std::string& model_path,
-                                         const DataFlags& f, std::string* how) {
+DataSource DataSource::from_arrays(Tensor images, Tensor labels) {
+  DataSource d;
+  d.images = std::move(images);
+  d.labels = std::move(labels);
+  return d;
+}
+
+std::string DataSource::label() const {
+  if (!spec.empty()) return std::filesystem::absolute(spec).string();
+  return images.defined() ? "array" + shape_str(images.shape()) : "";
+}
+
+std::unique_ptr<data::Dataset> open_data(const DataSource& src, const Model& m, const DataOptions& o, std::string* how) {
+  if (src.empty()) fail("data: none given");
+  const ir::Graph& g = m.graph();
   if (g.inputs.size() != 1)
-    fail(fmt::format("data: the model has {} inputs; --data/--calib feed single-input models", g.inputs.size()));
+    fail(fmt::format("data: the model has {} inputs; datasets feed single-input models", g.inputs.size()));
   const ir::TensorType* t = g.type_of(g.inputs[0]);
   if (!t || !t->has_shape || t->dims.size() < 2)
-    fail("data: input '" + g.inputs[0] + "' has no known shape; give --input-shape");
+    fail("data: input '" + g.inputs[0] + "' has no known shape; give an input shape");
   data::Preprocess p;
   for (size_t i = 1; i < t->dims.size(); ++i) {
-    if (!t->dims[i].is_static()) fail("data: input '" + g.inputs[0] + "' is " + t->str() + "; give --input-shape");
+    if (!t->dims[i].is_static()) fail("data: input '" + g.inputs[0] + "' is " + t->str() + "; give an input shape");
     p.sample_shape.push_back(t->dims[i].value);
   }
-  p.scale = f.scale;
-  p.resize = f.resize;
-  p.mean = f.mean;
-  p.std = f.std;
-  std::string source = "flags";
-  if (p.mean.empty() && p.std.empty()) {
-    const std::filesystem::path side = std::filesystem::path(model_path).replace_extension(".json");
-    if (std::filesystem::exists(side)) {
-      try {
-        const nlohmann::json j = nlohmann::json::parse(read_file(side.string()));
-        if (j.contains("normalisation")) {
-          p.mean = json_floats(j["normalisation"].value("mean", nlohmann::json()));
-          p.std = json_floats(j["normalisation"].value("std", nlohmann::json()));
-          source = side.filename().string();
-        }
-      } catch (const nlohmann::json::exception& e) {
-        fail(side.string() + ": not valid JSON: " + e.what());
+  p.scale = o.scale;
+  p.resize = o.resize;
+  p.mean = o.mean;
+  p.std = o.std;
+  std::string source = "given";
+  if (p.mean.empty() && p.std.empty() && !m.sidecar().empty()) {
+    try {
+      const nlohmann::json j = nlohmann::json::parse(read_file(m.sidecar()));
+      if (j.contains("normalisation")) {
+        p.mean = json_floats(j["normalisation"].value("mean", nlohmann::json()));
+        p.std = json_floats(j["normalisation"].value("std", nlohmann::json()));
+        source = std::filesystem::path(m.sidecar()).filename().string();
       }
+    } catch (const nlohmann::json::exception& e) {
+      fail(m.sidecar() + ": not valid JSON: " + e.what());
     }
   }
-  if (p.mean.empty() && p.std.empty() && p.sample_shape[0] == 3 && is_jpeg_data(spec)) {
+  if (p.mean.empty() && p.std.empty() && p.sample_shape[0] == 3 && !src.spec.empty() && is_jpeg_data(src.spec)) {
     p.mean = {0.485f, 0.456f, 0.406f};
     p.std = {0.229f, 0.224f, 0.225f};
     source = "ImageNet default for 3-channel images";
   }
-  if (p.mean.empty() != p.std.empty()) fail("data: give both --mean and --std, or neither");
-  auto d = data::open_dataset(spec, p);
+  if (p.mean.empty() != p.std.empty()) fail("data: give both mean and std, or neither");
+  auto d = src.spec.empty() ? data::open_arrays(src.images, src.labels, p) : data::open_dataset(src.spec, p);
   if (how) {
     auto list = [](const std::vector<float>& v) {
       std::string s;
@@ -128,4 +136,4 @@ quant::SampleFn sample_stream(const data::Dataset& d, const std::string& input_n
   };
 }
 
-}  // namespace joule::cli
+}  // namespace joule::api

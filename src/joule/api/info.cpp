@@ -1,0 +1,58 @@
+#include "joule/api/info.h"
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "joule/core/error.h"
+#include "joule/core/file_util.h"
+#include "joule/ir/printer.h"
+#include "joule/passes/infer_shapes.h"
+#include "joule/passes/model_info.h"
+
+namespace joule::api {
+
+nlohmann::json info(const Model& model, const InfoOptions& o) {
+  ir::Graph g = model.with_input_shapes(o.input_shapes).graph();
+  const std::string after = o.plan && o.after_passes.empty() ? "default" : o.after_passes;
+  runtime::SessionOptions so;
+  so.threads = o.threads;
+  so.algo = o.algo.spec();
+  nlohmann::json pipeline;
+  if (!after.empty()) pipeline = apply_passes(g, after, "simulated", &so);
+  nlohmann::json j = passes::model_info(g);
+  if (!pipeline.is_null()) j["passes"] = pipeline;
+  if (o.plan) j["plan"] = plan_json(runtime::Session(g, so));
+  return j;
+}
+
+size_t draw_graph(const Model& m, const std::string& out) {
+  std::string ext = std::filesystem::path(out).extension().string();
+  if (!ext.empty()) ext = ext.substr(1);
+  if (ext != "svg" && ext != "png" && ext != "pdf" && ext != "dot" && ext != "txt")
+    fail(out + ": unknown output format '" + ext + "' (use .svg, .png, .pdf, .dot or .txt)");
+  ir::Graph g = m.graph();
+  try {
+    passes::infer_shapes(g);
+  } catch (const Error&) {
+    // Draw what we have: an inconsistent model is still worth looking at.
+  }
+  if (ext == "txt") {
+    write_file_atomic(out, ir::to_text(g));
+  } else if (ext == "dot") {
+    write_file_atomic(out, ir::to_dot(g));
+  } else {
+    const std::string dot_path = out + ".dot.tmp", tmp_out = out + ".tmp";
+    write_file_atomic(dot_path, ir::to_dot(g));
+    const std::string cmd = "dot -T" + ext + " -o '" + tmp_out + "' '" + dot_path + "' 2>&1";
+    const int rc = std::system(cmd.c_str());
+    std::filesystem::remove(dot_path);
+    if (rc != 0) {
+      std::filesystem::remove(tmp_out);
+      fail("Graphviz 'dot' failed to render " + out + " (is graphviz installed? scripts/setup.sh installs it)");
+    }
+    std::filesystem::rename(tmp_out, out);
+  }
+  return g.nodes.size();
+}
+
+}  // namespace joule::api

@@ -1,0 +1,28 @@
+#pragma once
+// What a model is (inputs, outputs, op histogram, parameters, MACs/FLOPs, unsupported ops),
+// what the passes make of it, the plan a session would run, and a picture of its graph.
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "joule/api/prepare.h"
+
+namespace joule::api {
+
+struct InfoOptions {
+  std::map<std::string, Shape> input_shapes;  // resolve symbolic dims (key "": the only input)
+  std::string after_passes;                   // "": the model as loaded; else a pipeline ("default", ...)
+  bool plan = false;                          // compile a session: algorithm per node, memory plan
+  int threads = 0;                            // threads the plan is made for (0: every core)
+  AlgoOptions algo;
+};
+
+// What `joule info --format json` prints: passes::model_info, plus "passes" (the pipeline
+// report) when after_passes is set and "plan" (plan_json) when plan is.
+nlohmann::json info(const Model& m, const InfoOptions& o = {});
+
+// Writes the graph as .svg/.png/.pdf (through Graphviz `dot`), .dot or .txt. Returns the node count.
+size_t draw_graph(const Model& m, const std::string& out);
+
+}  // namespace joule::api

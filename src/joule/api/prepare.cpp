@@ -1,0 +1,80 @@
+#include "joule/api/prepare.h"
+
+#include <cstdlib>
+
+#include "joule/core/error.h"
+#include "joule/passes/pass.h"
+
+namespace joule::api {
+
+kernels::AlgoSpec AlgoOptions::spec() const {
+  kernels::AlgoSpec s;
+  if (!file.empty()) s.add_file(file);
+  for (const std::string& a : rules) s.add(a);
+  s.tuning_cache = tuning_cache;
+  return s;
+}
+
+void check_int8_mode(const std::string& mode) {
+  if (mode != "real" && mode != "simulated") fail("int8: '" + mode + "' is neither real nor simulated");
+}
+
+std::string int8_note(const std::string& mode) {
+  return mode == "real" ? "int8 real: QDQ patterns on integer kernels (lower_int8, channels_last), the rest in float"
+                        : "int8 simulated: the float engine runs the QDQ graph";
+}
+
+nlohmann::json apply_passes(ir::Graph& g, const std::string& passes, const std::string& int8,
+                            const runtime::SessionOptions* session) {
+  check_int8_mode(int8);
+  std::vector<std::string> names = passes::parse_pipeline(passes);
+  if (int8 == "real") names = passes::int8_pipeline(names);
+  passes::PassOptions opt;
+  const runtime::SessionOptions so = session ? *session : runtime::SessionOptions{};
+  opt.channels_last_conv = [&so](const ir::Graph& graph, const ir::Node& n) {
+    return so.algo.wants_channels_last(graph, n, so.threads);
+  };
+  if (const char* v = std::getenv("JOULE_VERIFY_PASSES")) opt.verify = std::string(v) == "1";
+  return passes::run_pipeline(g, names, opt);
+}
+
+Prepared prepare(const Model& m, const PrepareOptions& o) { return prepare(ir::Graph(m.graph()), o); }
+
+Prepared prepare(ir::Graph g, const PrepareOptions& o) {
+  if (o.threads < 0) fail("threads: " + std::to_string(o.threads) + " is negative (0: every core)");
+  runtime::SessionOptions so;
+  so.threads = o.threads;
+  so.algo = o.algo.spec();
+  Prepared p;
+  p.pipeline = apply_passes(g, o.passes, o.int8, &so);
+  p.session = std::make_unique<runtime::Session>(std::move(g), so);
+  return p;
+}
+
+nlohmann::json plan_json(const runtime::Session& s) {
+  nlohmann::json steps = nlohmann::json::array();
+  std::map<std::string, int> count;
+  for (size_t i = 0; i < s.num_steps(); ++i) {
+    const ir::Node& n = s.step_node(i);
+    const nlohmann::json& sw = n.meta["software"];
+    const ir::TensorType* t = n.outputs.empty() ? nullptr : s.graph().type_of(n.outputs[0]);
+    nlohmann::json e = {{"step", i},
+                        {"node", n.name},
+                        {"op", n.op_type},
+                        {"algorithm", sw.value("algorithm", "reference")},
+                        {"source", sw.value("algorithm_source", "")},
+                        {"output", t ? t->str() : "?"}};
+    if (sw.contains("algorithm_detail")) e["detail"] = sw["algorithm_detail"];
+    if (sw.contains("algorithm_ms")) e["measured_ms"] = sw["algorithm_ms"];
+    ++count[e["algorithm"].get<std::string>()];
+    steps.push_back(e);
+  }
+  const runtime::MemoryPlan& mp = s.memory_plan();
+  return {{"threads", s.threads()},
+          {"steps", steps},
+          {"algorithms", count},
+          {"memory",
+           {{"arena_bytes", mp.arena_bytes}, {"naive_bytes", mp.naive_bytes}, {"planned_buffers", mp.planned_buffers}}}};
+}
+
+}  // namespace joule::api

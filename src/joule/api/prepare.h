@@ -1,0 +1,63 @@
+#pragma once
+// From a Model to something that runs: graph passes, int8 lowering and the algorithm choice
+// per node, as every command that runs a model does it.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "joule/api/model.h"
+#include "joule/runtime/session.h"
+
+namespace joule::api {
+
+// --algo / --algo-file / --tuning-cache.
+struct AlgoOptions {
+  // "guess" (default), "auto", "reference", "CLASS=ALGO[,ALGO..]" (conv, gemm, matmul) or
+  // "NODE=ALGO"; later values add rules.
+  std::vector<std::string> rules;
+  std::string file;          // YAML of TARGET: ALGO | [ALGO, ...] (and default: POLICY)
+  std::string tuning_cache;  // "" = $JOULE_TUNING_CACHE or ~/.cache/joule/tuning.json
+  kernels::AlgoSpec spec() const;  // BadInput for malformed values
+};
+
+struct PrepareOptions {
+  int threads = 0;                   // 0: every core available to the process
+  std::string passes = "default";    // "none", "default" or comma-separated pass names
+  std::string int8 = "real";         // QDQ models: "real" (integer kernels) or "simulated"
+  AlgoOptions algo;
+  static PrepareOptions with_threads(int n) {
+    PrepareOptions p;
+    p.threads = n;
+    return p;
+  }
+};
+
+// BadInput unless `mode` is "real" or "simulated".
+void check_int8_mode(const std::string& mode);
+// One line on how a QDQ model ran, for reports.
+std::string int8_note(const std::string& mode);
+
+// Applies a pass pipeline to `g` before a Session is built. `int8 == "real"` lowers QDQ patterns
+// to integer kernels first (passes::int8_pipeline). `session`: the options the graph will run
+// with (its algorithm choice and threads decide which float convs channels_last moves; null:
+// guess on all cores). JOULE_VERIFY_PASSES=1 verifies the graph after every pass. Returns the
+// pipeline report (passes::run_pipeline).
+nlohmann::json apply_passes(ir::Graph& g, const std::string& passes, const std::string& int8 = "simulated",
+                            const runtime::SessionOptions* session = nullptr);
+
+// A compiled model: the session (kernels chosen and prepared, memory planned) and the report
+// of the passes that made its graph.
+struct Prepared {
+  std::unique_ptr<runtime::Session> session;
+  nlohmann::json pipeline;
+};
+Prepared prepare(const Model& m, const PrepareOptions& o = {});
+Prepared prepare(ir::Graph g, const PrepareOptions& o = {});  // a graph the caller made
+
+// The session's plan: algorithm per step (and how it was chosen), oneDNN's implementation, the
+// measured times of `auto`, and the activation memory plan.
+nlohmann::json plan_json(const runtime::Session& s);
+
+}  // namespace joule::api

@@ -1,0 +1,44 @@
+#pragma once
+// Per-layer profiling, one configuration or a sweep (batch sizes x input sizes x thread counts
+// x algorithm choices), with energy when asked; results written point by point to out_dir.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "joule/api/hooks.h"
+#include "joule/api/prepare.h"
+#include "joule/profile/sweep.h"
+
+namespace joule::api {
+
+struct ProfileOptions {
+  std::vector<int> threads;              // one count, or several to sweep; empty: every core
+  std::optional<int> warmup, runs;       // default 5 and 30, or the stage's
+  double warmup_time_s = 0;              // untimed runs for this long instead of `warmup`
+  double min_time_s = 0;                 // keep running until the plain runs took this long
+  double coverage = 0.9;                 // report the op types covering this share of time
+  std::string energy = "none";           // none | auto | rapl | perf | nvml | estimate
+  std::string energy_profile;            // estimator device profile JSON ("" built in)
+  double energy_window_s = 0;            // 0: the sensor's own window
+  std::string powercap_root;             // "" = /sys/class/powercap
+  bool layer_energy = true;              // replay each layer under the sensor
+  std::vector<int64_t> batches, input_sizes;
+  std::string stage;                     // "", sanity, quick, full
+  std::string passes = "default", int8 = "real";
+  AlgoOptions algo;
+  std::vector<std::string> algo_sweep;   // one point per --algo value
+  std::string out_dir;                   // "" writes nothing; else CSVs, profile.json, trace.json (resumable)
+  runtime::TensorMap inputs;             // empty: seeded random inputs
+};
+
+struct ProfileReport {
+  std::string model;  // the name used in file names
+  std::vector<profile::ProfileResult> points;  // measured in this call
+  std::vector<profile::PointKey> skipped;      // already in out_dir's results
+  bool sweep = false;  // more than one point asked for (or a stage)
+  nlohmann::json to_json() const;  // what `joule profile --format json` prints
+};
+
+ProfileReport profile(const Model& m, const ProfileOptions& o = {}, const Hooks& hooks = {});
+
+}  // namespace joule::api

@@ -1,0 +1,60 @@
+#pragma once
+// Running a model: once or a few times on given inputs (run), or timed after warm-up (bench).
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "joule/api/hooks.h"
+#include "joule/api/prepare.h"
+#include "joule/profile/stats.h"
+
+namespace joule::api {
+
+// A tensor read from a .npy or ONNX TensorProto .pb file.
+Tensor read_tensor(const std::string& path);
+// Binds "FILE" (the next unbound input, in order) and "NAME=FILE" specs to the model's inputs;
+// every input must be bound.
+runtime::TensorMap read_inputs(const std::vector<std::string>& specs, const std::vector<std::string>& input_names);
+
+struct RunOptions {
+  PrepareOptions prepare;
+  runtime::TensorMap inputs;  // by input name; every input required
+  int repeat = 1;             // runs; the outputs are the last run's
+};
+
+struct RunResult {
+  std::string model;
+  runtime::TensorMap outputs;
+  std::vector<std::string> output_names;  // graph order
+  std::vector<double> samples_ms;
+  int threads = 0;
+  size_t peak_activation_bytes = 0;
+  nlohmann::json pipeline;
+  // Outputs as dtype, shape and the first values (not the data); times; memory.
+  nlohmann::json to_json() const;
+};
+RunResult run(const Model& m, const RunOptions& o, const Hooks& hooks = {});
+
+struct BenchOptions {
+  PrepareOptions prepare;
+  runtime::TensorMap inputs;  // empty: seeded random inputs at the model's shapes
+  int warmup = 5, runs = 30;
+};
+
+struct BenchResult {
+  std::string model;  // path (or name when not from a file)
+  int threads = 0, warmup = 0, runs = 0;
+  profile::Stats latency_ms;
+  std::vector<double> samples_ms;
+  size_t peak_activation_bytes = 0;
+  std::string passes, int8;
+  size_t nodes_before = 0, nodes_after = 0;
+  nlohmann::json to_json() const;  // what `joule bench --format json` prints
+};
+BenchResult bench(const Model& m, const BenchOptions& o, const Hooks& hooks = {});
+
+// The label reports use for a model: its file, else its name.
+std::string model_label(const Model& m);
+
+}  // namespace joule::api
