@@ -10,7 +10,8 @@ PACKAGES=(
   liblmdb-dev libturbojpeg0-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   graphviz nodejs
-  python3 python3-numpy python3-torch python3-torchvision python3-onnx
+  python3 python3-dev python3-numpy python3-torch python3-torchvision python3-onnx
+  pybind11-dev python3-pytest python3-pandas
   libonnx-testdata dataset-fashion-mnist
 )
 

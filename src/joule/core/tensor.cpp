@@ -63,6 +63,16 @@ Tensor Tensor::view(size_t byte_offset, DType dtype, Shape shape) const {
   return t;
 }
 
+Tensor Tensor::wrap(DType dtype, Shape shape, std::shared_ptr<std::byte[]> data) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  if (t.nbytes() == 0 && !data) return Tensor(dtype, t.shape_);
+  JOULE_CHECK(data != nullptr, "Tensor::wrap: no data for " + t.describe());
+  t.storage_ = std::move(data);
+  return t;
+}
+
 Tensor Tensor::clone() const {
   if (!defined()) return {};
   Tensor t(dtype_, shape_);

@@ -16,7 +16,8 @@ std::string shape_str(const Shape& s);        // "[1,3,224,224]"
 std::vector<int64_t> shape_strides(const Shape& s);  // row-major element strides
 
 // A dense row-major tensor. Copies share the buffer (like a shared_ptr); use clone() for a
-// deep copy. Storage is 64-byte aligned and zero-initialised on allocation.
+// deep copy. Storage joule allocates is 64-byte aligned and zero-initialised; a tensor over a
+// caller's memory (wrap) is aligned to its element only.
 class Tensor {
  public:
   Tensor() = default;
@@ -35,6 +36,11 @@ class Tensor {
     for (size_t i = 0; i < v.size(); ++i) t.data<T>()[i] = v[i];
     return t;
   }
+
+  // A tensor over memory the caller owns (a numpy array): `data` holds numel * dtype_size
+  // bytes, row-major, aligned to the element, and stays alive while any copy of the tensor
+  // does (its deleter runs when the last one goes). No copy is made.
+  static Tensor wrap(DType dtype, Shape shape, std::shared_ptr<std::byte[]> data);
 
   bool defined() const { return dtype_ != DType::Undefined; }
   DType dtype() const { return dtype_; }

@@ -1,0 +1,383 @@
+"""joule: measure, analyze and optimize neural networks (ONNX) on joule's own engine.
+
+    import joule, numpy as np
+    m = joule.load("model.onnx")                    # or joule.load("default"), or ONNX bytes
+    s = joule.Session(m, threads=1, algo="guess")   # passes + algorithm choice as the CLI does
+    out = s.run({"input": x})                       # dict name -> np.ndarray
+    p = joule.profile(m, threads=1, runs=20)        # p.layers (list of dicts), p.attribution, p.to_json()
+    q = joule.quantize(m, "w8a8.yaml", calib=x)     # a model; q.save("q.onnx"), q.report
+    r = joule.evaluate(q, (images, labels))         # r.top1, r.to_json()
+
+Every workflow is the library's (the same code as `joule <verb>`); its result's to_json() is
+what the command prints with --format json. Options left at None take the command's defaults.
+Errors raise joule.BadInput (also a ValueError), joule.Unsupported or joule.Error with joule's
+one-line message. The GIL is released while the engine runs, and Ctrl-C stops a long call
+between runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Callable, Iterator, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _joule
+from ._joule import BadInput, Error, Model, QuantizedModel, Unsupported, __version__
+
+__all__ = [
+    "AutoMpResult", "BadInput", "BenchResult", "CompareResult", "Error", "EvalResult", "Model", "Progress",
+    "ProfileResult", "QuantizeResult", "QuantizedModel", "Result", "SensitivityResult", "Session", "Unsupported",
+    "automp", "bench", "compare", "draw_graph", "energy_probe", "evaluate", "info", "load", "profile", "quant_plan",
+    "quantize", "sensitivity", "__version__",
+]
+
+ArrayLike = Any  # anything numpy.asarray accepts
+Inputs = Union[Mapping[str, ArrayLike], Sequence[ArrayLike], ArrayLike]
+# A dataset SPEC (.npy, IDX file or folder, JPEG class folder, LMDB), images (sample axis
+# first), or (images, labels).
+Data = Union[str, "os.PathLike[str]", ArrayLike, Tuple[ArrayLike, ArrayLike]]
+Algo = Union[str, Sequence[str]]  # "guess", "auto", "reference", "conv=winograd", "NODE=onednn", ...
+# A quantization config: a YAML file, YAML text, or the same as a dict.
+Config = Union[str, "os.PathLike[str]", Mapping[str, Any]]
+Shapes = Union[Mapping[str, Sequence[int]], Sequence[int]]
+
+
+class Progress(NamedTuple):
+    """What a workflow reports to `progress=`: its stage, units done of total (0: unknown), a line."""
+
+    stage: str
+    done: int
+    total: int
+    message: str
+
+
+ProgressFn = Callable[[Progress], None]
+
+
+def load(source: Union[str, "os.PathLike[str]", bytes], name: str = "") -> Model:
+    """Loads an ONNX model: a file, "default" (the bundled Fashion-MNIST CNN), or serialized bytes."""
+    return _joule.load(source, name)
+
+
+def _flat(d: Mapping[str, Any], prefix: str = "") -> dict:
+    """Nested dicts flattened to one level ("latency_ms": {"median": ..} -> "latency_ms_median")."""
+    out: dict = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, Mapping):
+            out.update(_flat(v, key + "_"))
+        else:
+            out[key] = v
+    return out
+
+
+class Result(Mapping[str, Any]):
+    """A workflow's result: a read-only mapping of its JSON, with attribute access to the keys.
+
+    to_json() is the text `joule <verb> --format json` prints; to_dict() a fresh dict of it.
+    """
+
+    def __init__(self, text: str):
+        self._text = text
+        self._data = json.loads(text)
+
+    def to_json(self) -> str:
+        return self._text
+
+    def to_dict(self) -> dict:
+        return json.loads(self._text)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self._data[name]
+        except KeyError:
+            raise AttributeError(f"{type(self).__name__} has no '{name}' (keys: {', '.join(self._data)})") from None
+
+    def __dir__(self) -> list:
+        return sorted(set(super().__dir__()) | set(self._data))
+
+    def __repr__(self) -> str:
+        return f"<joule.{type(self).__name__} {', '.join(self._data)}>"
+
+
+class BenchResult(Result):
+    """Whole-model latency: latency_ms (median, mean, std, min, max, p90, p99, cv, ...), samples_ms."""
+
+    latency_ms: dict
+    samples_ms: list
+    threads: int
+    peak_activation_bytes: int
+
+
+class ProfileResult(Result):
+    """Per-layer profile. `points` has one entry per measured configuration (sweeps); the
+    properties read the first: `layers` as flat dicts (pandas.DataFrame(p.layers) works)."""
+
+    points: list
+    skipped_finished_points: list
+
+    def _first(self) -> dict:
+        if not self.points:
+            raise AttributeError("no point was measured (all were already in out_dir)")
+        return self.points[0]
+
+    @property
+    def layers(self) -> list:
+        """One dict per layer, slowest first: name, op, algorithm, latency_ms_median, ..., pct, gflops."""
+        return [_flat(layer) for layer in self._first()["layers"]]
+
+    @property
+    def attribution(self) -> dict:
+        """layer_sum_ms (sum of per-layer medians), plain_median_ms (whole model), pct."""
+        return self._first()["attribution"]
+
+    @property
+    def latency_ms(self) -> dict:
+        return self._first()["latency_ms"]
+
+    @property
+    def op_types(self) -> list:
+        return [_flat(o) for o in self._first()["op_types"]]
+
+    @property
+    def energy(self) -> Optional[dict]:
+        """Energy per inference with its source (a named sensor or the named estimator), or None."""
+        return self._first()["energy"]
+
+
+class EvalResult(Result):
+    """Accuracy: top1 (and top5 for 5+ classes) as fractions, top1_correct, samples, seconds."""
+
+    top1: float
+    samples: int
+
+
+class QuantizeResult(Result):
+    """How a model was quantized: the per-node plan, calibration, and FP32-vs-quantized accuracy."""
+
+    plan: dict
+    calibration_samples: int
+
+
+class SensitivityResult(Result):
+    """Per-layer quantization damage; `layers` as flat dicts (SQNR, cosine, MSE per variant)."""
+
+    @property
+    def layers(self) -> list:
+        return [_flat(layer) for layer in self._data["layers"]]
+
+
+class AutoMpResult(Result):
+    """Mixed precision: per-layer precision, the steps, FP32 / all-quantized / AutoMP side by
+    side; `model` is the mixed-precision model and `yaml` the config that reproduces it."""
+
+    layers: list
+    summary: list
+
+    def __init__(self, text: str, yaml: str, model: QuantizedModel):
+        super().__init__(text)
+        self.model = model
+        self.yaml = yaml
+
+
+class CompareResult(Result):
+    """FP32 and each config: accuracy, latency, energy (with its source), size; `rows` flat."""
+
+    @property
+    def rows(self) -> list:
+        return [_flat(r) for r in self._data["rows"]]
+
+
+def _options(**kw: Any) -> dict:
+    """The keyword options given (None: the default), with `progress` adapted to Progress."""
+    opts = {k: v for k, v in kw.items() if v is not None}
+    fn = opts.get("progress")
+    if fn is not None:
+        opts["progress"] = lambda stage, done, total, message: fn(Progress(stage, done, total, message))
+    for k in ("out_dir", "calib_cache", "algo_file", "tuning_cache", "energy_profile"):
+        if k in opts:
+            opts[k] = os.fspath(opts[k])
+    return opts
+
+
+def _config(config: Config) -> str:
+    return json.dumps(config) if isinstance(config, Mapping) else os.fspath(config)
+
+
+class Session(_joule.Session):
+    """A model compiled to run, as the CLI does it: graph passes, int8 lowering (int8="real"),
+    the kernel algorithm per node (algo="guess", "auto", "reference", "conv=winograd", ...),
+    the activation memory plan. run() takes {name: array}, a list in input order or one array;
+    C-contiguous arrays are not copied, and the outputs are arrays over joule's buffers."""
+
+    def __init__(self, model: Model, *, threads: Optional[int] = None, algo: Optional[Algo] = None,
+                 passes: Optional[str] = None, int8: Optional[str] = None, algo_file: Optional[str] = None,
+                 tuning_cache: Optional[str] = None):
+        super().__init__(model, **_options(threads=threads, algo=algo, passes=passes, int8=int8,
+                                           algo_file=algo_file, tuning_cache=tuning_cache))
+
+    @property
+    def plan(self) -> Result:
+        """The algorithm chosen per step (and by what), oneDNN's implementation, the memory plan."""
+        return Result(self._plan())
+
+    @property
+    def pipeline(self) -> Result:
+        """What the graph passes did: node counts before/after, per-pass info and time."""
+        return Result(self._pipeline())
+
+
+def bench(model: Model, inputs: Optional[Inputs] = None, *, threads: Optional[int] = None,
+          warmup: Optional[int] = None, runs: Optional[int] = None, passes: Optional[str] = None,
+          int8: Optional[str] = None, algo: Optional[Algo] = None, algo_file: Optional[str] = None,
+          tuning_cache: Optional[str] = None, progress: Optional[ProgressFn] = None) -> BenchResult:
+    """Whole-model latency after warm-up (defaults: all cores, 5 warm-up, 30 runs, seeded random inputs)."""
+    return BenchResult(_joule.bench(model, **_options(
+        inputs=inputs, threads=threads, warmup=warmup, runs=runs, passes=passes, int8=int8, algo=algo,
+        algo_file=algo_file, tuning_cache=tuning_cache, progress=progress)))
+
+
+def profile(model: Model, inputs: Optional[Inputs] = None, *, threads: Union[int, Sequence[int], None] = None,
+            warmup: Optional[int] = None, runs: Optional[int] = None, warmup_time: Optional[float] = None,
+            min_time: Optional[float] = None, coverage: Optional[float] = None, energy: Optional[str] = None,
+            energy_profile: Optional[str] = None, energy_window: Optional[float] = None,
+            powercap_root: Optional[str] = None, layer_energy: Optional[bool] = None,
+            batches: Optional[Sequence[int]] = None, input_sizes: Optional[Sequence[int]] = None,
+            stage: Optional[str] = None, passes: Optional[str] = None, int8: Optional[str] = None,
+            algo: Optional[Algo] = None, algo_file: Optional[str] = None, tuning_cache: Optional[str] = None,
+            algo_sweep: Optional[Sequence[str]] = None, out_dir: Optional[str] = None,
+            progress: Optional[ProgressFn] = None) -> ProfileResult:
+    """Per-layer latency (plain and instrumented runs, attribution, % of peak), energy when asked
+    (energy="auto", "rapl", "perf", "nvml" or "estimate"); a list of threads, batches, input_sizes
+    or algo_sweep profiles one point each; out_dir writes the CSVs, profile.json and trace.json."""
+    return ProfileResult(_joule.profile(model, **_options(
+        inputs=inputs, threads=threads, warmup=warmup, runs=runs, warmup_time=warmup_time, min_time=min_time,
+        coverage=coverage, energy=energy, energy_profile=energy_profile, energy_window=energy_window,
+        powercap_root=powercap_root, layer_energy=layer_energy, batches=batches, input_sizes=input_sizes,
+        stage=stage, passes=passes, int8=int8, algo=algo, algo_file=algo_file, tuning_cache=tuning_cache,
+        algo_sweep=algo_sweep, out_dir=out_dir, progress=progress)))
+
+
+def evaluate(model: Model, data: Data, *, limit: Optional[int] = None, threads: Optional[int] = None,
+             passes: Optional[str] = None, int8: Optional[str] = None, algo: Optional[Algo] = None,
+             mean: Optional[Sequence[float]] = None, std: Optional[Sequence[float]] = None,
+             scale: Optional[float] = None, resize: Optional[int] = None, input_shapes: Optional[Shapes] = None,
+             progress: Optional[ProgressFn] = None) -> EvalResult:
+    """Top-1/top-5 of a classifier on labelled data (default 1 thread; uint8 images are scaled by
+    `scale` then normalised by mean/std, float images used as they are)."""
+    return EvalResult(_joule.evaluate(model, data, **_options(
+        limit=limit, threads=threads, passes=passes, int8=int8, algo=algo, mean=mean, std=std, scale=scale,
+        resize=resize, input_shapes=input_shapes, progress=progress)))
+
+
+def _quant(config: Optional[Config], calib: Optional[Data], calib_samples: Optional[int],
+           calib_cache: Optional[str], eval: Optional[Data], eval_samples: Optional[int], threads: Optional[int],
+           int8: Optional[str], mean: Optional[Sequence[float]], std: Optional[Sequence[float]],
+           scale: Optional[float], resize: Optional[int], input_shapes: Optional[Shapes]) -> dict:
+    return _options(config=None if config is None else _config(config), calib=calib, calib_samples=calib_samples,
+                    calib_cache=calib_cache, eval=eval, eval_samples=eval_samples, threads=threads, int8=int8,
+                    mean=mean, std=std, scale=scale, resize=resize, input_shapes=input_shapes)
+
+
+def quantize(model: Model, config: Config, *, calib: Optional[Data] = None, calib_samples: Optional[int] = None,
+             calib_cache: Optional[str] = None, eval: Optional[Data] = None, eval_samples: Optional[int] = None,
+             threads: Optional[int] = None, int8: Optional[str] = None, mean: Optional[Sequence[float]] = None,
+             std: Optional[Sequence[float]] = None, scale: Optional[float] = None, resize: Optional[int] = None,
+             input_shapes: Optional[Shapes] = None, progress: Optional[ProgressFn] = None) -> QuantizedModel:
+    """The QDQ model of a config, calibrated on `calib` (default its first 128 samples); with
+    `eval`, FP32 and quantized accuracy in .report. save() writes ONNX (formats ONNX cannot
+    express need save(path, allow_joule_ops=True), a file only joule loads)."""
+    return _joule.quantize(model, **_quant(config, calib, calib_samples, calib_cache, eval, eval_samples, threads,
+                                           int8, mean, std, scale, resize, input_shapes), **_options(progress=progress))
+
+
+def quant_plan(model: Model, config: Config, *, input_shapes: Optional[Shapes] = None) -> Result:
+    """The per-node formats a config resolves to on this model (no calibration)."""
+    return Result(_joule.quant_plan(model, config=_config(config), **_options(input_shapes=input_shapes)))
+
+
+def sensitivity(model: Model, config: Config, *, calib: Optional[Data] = None, eval: Optional[Data] = None,
+                mode: Optional[str] = None, variants: Optional[Sequence[str]] = None, samples: Optional[int] = None,
+                out_dir: Optional[str] = None, calib_samples: Optional[int] = None, calib_cache: Optional[str] = None,
+                eval_samples: Optional[int] = None, threads: Optional[int] = None, int8: Optional[str] = None,
+                mean: Optional[Sequence[float]] = None, std: Optional[Sequence[float]] = None,
+                scale: Optional[float] = None, resize: Optional[int] = None, input_shapes: Optional[Shapes] = None,
+                progress: Optional[ProgressFn] = None) -> SensitivityResult:
+    """Per-layer quantization damage (SQNR, cosine, MSE, max error), mode "cumulative" (default)
+    or "isolated", variants all/weights/activations; out_dir writes JSON, CSV and SVG."""
+    return SensitivityResult(_joule.sensitivity(
+        model, **_quant(config, calib, calib_samples, calib_cache, eval, eval_samples, threads, int8, mean, std,
+                        scale, resize, input_shapes),
+        **_options(mode=mode, variants=variants, samples=samples, out_dir=out_dir, progress=progress)))
+
+
+def automp(model: Model, config: Config, *, calib: Data, eval: Optional[Data] = None,
+           max_drop: Optional[float] = None, sqnr_target: Optional[float] = None,
+           ladder: Optional[Sequence[str]] = None, strategy: Optional[str] = None, samples: Optional[int] = None,
+           out_dir: Optional[str] = None, calib_samples: Optional[int] = None, calib_cache: Optional[str] = None,
+           eval_samples: Optional[int] = None, threads: Optional[int] = None, int8: Optional[str] = None,
+           mean: Optional[Sequence[float]] = None, std: Optional[Sequence[float]] = None,
+           scale: Optional[float] = None, resize: Optional[int] = None, input_shapes: Optional[Shapes] = None,
+           progress: Optional[ProgressFn] = None) -> AutoMpResult:
+    """Mixed precision: the most sensitive layers climb `ladder` (default int16, bf16, fp32) until
+    top-1 on `eval` is within max_drop points of FP32 (default 0.1), or the final-output SQNR
+    reaches sqnr_target without labels."""
+    text, yaml, mp = _joule.automp(
+        model, **_quant(config, calib, calib_samples, calib_cache, eval, eval_samples, threads, int8, mean, std,
+                        scale, resize, input_shapes),
+        **_options(max_drop=max_drop, sqnr_target=sqnr_target, ladder=ladder, strategy=strategy, samples=samples,
+                   out_dir=out_dir, progress=progress))
+    return AutoMpResult(text, yaml, mp)
+
+
+def compare(model: Model, configs: Sequence[Config], *, calib: Data, eval: Optional[Data] = None,
+            energy: Optional[str] = None, energy_profile: Optional[str] = None, runs: Optional[int] = None,
+            warmup: Optional[int] = None, out_dir: Optional[str] = None, calib_samples: Optional[int] = None,
+            calib_cache: Optional[str] = None, eval_samples: Optional[int] = None, threads: Optional[int] = None,
+            int8: Optional[str] = None, mean: Optional[Sequence[float]] = None, std: Optional[Sequence[float]] = None,
+            scale: Optional[float] = None, resize: Optional[int] = None, input_shapes: Optional[Shapes] = None,
+            progress: Optional[ProgressFn] = None) -> CompareResult:
+    """FP32 against each config: accuracy, latency, energy per inference with its source, size."""
+    return CompareResult(_joule.compare(
+        model, configs=[_config(c) for c in configs],
+        **_quant(None, calib, calib_samples, calib_cache, eval, eval_samples, threads, int8, mean, std, scale,
+                 resize, input_shapes),
+        **_options(energy=energy, energy_profile=energy_profile, runs=runs, warmup=warmup, out_dir=out_dir,
+                   progress=progress)))
+
+
+def info(model: Model, *, input_shapes: Optional[Shapes] = None, after_passes: Optional[str] = None,
+         plan: Optional[bool] = None, threads: Optional[int] = None, algo: Optional[Algo] = None,
+         algo_file: Optional[str] = None, tuning_cache: Optional[str] = None) -> Result:
+    """Inputs/outputs, op histogram, parameters, MACs/FLOPs per node, unsupported nodes; the
+    passes' effect (after_passes="default") and the session plan (plan=True)."""
+    return Result(_joule.info(model, **_options(
+        input_shapes=input_shapes, after_passes=after_passes, plan=plan, threads=threads, algo=algo,
+        algo_file=algo_file, tuning_cache=tuning_cache)))
+
+
+def draw_graph(model: Model, out: Union[str, "os.PathLike[str]"]) -> int:
+    """Writes the graph as .svg/.png/.pdf (Graphviz), .dot or .txt; returns the node count."""
+    return _joule.draw_graph(model, os.fspath(out))
+
+
+def energy_probe(powercap_root: str = "") -> Result:
+    """Which energy source `energy="auto"` uses on this machine, and why not the others."""
+    return Result(_joule.energy_probe(powercap_root))
+
+
+QuantizedModel.report = property(  # type: ignore[attr-defined]
+    lambda self: QuantizeResult(self._report), doc="How the model was made (the workflow's result).")

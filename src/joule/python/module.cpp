@@ -1,0 +1,402 @@
+// The Python module `joule._joule`: thin bindings over api/ (the package `joule` in
+// python/joule/ wraps the JSON results into objects). The GIL is released while the engine
+// runs; Ctrl-C and exceptions from progress callbacks stop a workflow at its next check;
+// joule::Error becomes joule.BadInput / joule.Unsupported / joule.Error.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <unordered_set>
+
+#include "joule/api/automp.h"
+#include "joule/api/compare.h"
+#include "joule/api/energy.h"
+#include "joule/api/evaluate.h"
+#include "joule/api/info.h"
+#include "joule/api/profile.h"
+#include "joule/api/quantize.h"
+#include "joule/api/run.h"
+#include "joule/core/error.h"
+#include "joule/python/convert.h"
+
+namespace joule::python {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A workflow's hooks for one call from Python: Ctrl-C (Python's signal handlers, run at most
+// every 50 ms) and the progress callback (at most every 100 ms, and at the end of each stage)
+// with the GIL taken only for them. An exception they raise stops the workflow and is raised
+// again when the call returns.
+class CallHooks {
+ public:
+  explicit CallHooks(py::object progress) : progress_(std::move(progress)) {}
+  ~CallHooks() {
+    if (pending_) {
+      py::gil_scoped_acquire gil;
+      pending_.reset();
+    }
+  }
+
+  api::Hooks hooks() {
+    api::Hooks h;
+    h.cancelled = [this] { return poll(); };
+    if (!progress_.is_none()) h.progress = [this](const api::Progress& p) { report(p); };
+    return h;
+  }
+
+  // With the GIL held: raises what stopped the workflow (KeyboardInterrupt, or the callback's).
+  void raise_pending() {
+    if (!pending_) return;
+    py::error_already_set e = std::move(*pending_);
+    pending_.reset();
+    throw e;
+  }
+
+ private:
+  bool poll() {
+    if (stopped_) return true;
+    const auto now = Clock::now();
+    if (now - last_poll_ < std::chrono::milliseconds(50)) return false;
+    last_poll_ = now;
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) stop();
+    return stopped_;
+  }
+
+  void report(const api::Progress& p) {
+    if (stopped_) return;
+    const auto now = Clock::now();
+    const bool last = p.total > 0 && p.done >= p.total;
+    if (!last && now - last_progress_ < std::chrono::milliseconds(100)) return;
+    last_progress_ = now;
+    py::gil_scoped_acquire gil;
+    try {
+      progress_(p.stage, p.done, p.total, p.message);
+    } catch (py::error_already_set& e) {
+      e.restore();
+      stop();
+    }
+  }
+
+  void stop() {  // with the GIL held and a Python error set
+    pending_ = std::make_unique<py::error_already_set>();
+    stopped_ = true;
+  }
+
+  py::object progress_;
+  std::unique_ptr<py::error_already_set> pending_;
+  bool stopped_ = false;
+  Clock::time_point last_poll_{}, last_progress_{};
+};
+
+// Runs `f(hooks)` without the GIL; a cancelled workflow raises what cancelled it.
+template <class F>
+auto without_gil(const py::object& progress, F&& f) {
+  CallHooks ch(progress);
+  try {
+    py::gil_scoped_release nogil;
+    return f(ch.hooks());
+  } catch (const Error& e) {
+    if (e.kind() == Error::Kind::Cancelled) ch.raise_pending();
+    throw;
+  }
+}
+
+// A compiled model for Python: one run at a time (runs from several threads queue up).
+struct PySession {
+  api::Prepared prepared;
+  std::mutex mu;
+  std::unordered_set<const void*> constants;  // initializer buffers: outputs aliasing them are copied
+};
+
+py::list value_types(const ir::Graph& g, const std::vector<std::string>& names) {
+  py::list l;
+  for (const std::string& n : names) {
+    const ir::TensorType* t = g.type_of(n);
+    py::list shape;
+    if (t && t->has_shape)
+      for (const ir::Dim& d : t->dims) shape.append(d.is_static() ? py::object(py::int_(d.value)) : py::object(py::str(d.param)));
+    py::dict e;
+    e["name"] = n;
+    e["dtype"] = t ? dtype_name(t->dtype) : "unknown";
+    e["shape"] = t && t->has_shape ? py::object(shape) : py::object(py::none());
+    l.append(e);
+  }
+  return l;
+}
+
+api::QuantOptions quant_options(Kwargs& k) {
+  api::QuantOptions o;
+  k.get("config", o.config);
+  k.data("calib", o.calib);
+  k.get("calib_samples", o.calib_samples);
+  k.get("calib_cache", o.calib_cache);
+  k.data("eval", o.eval);
+  k.get("eval_samples", o.eval_samples);
+  k.shapes("input_shapes", o.input_shapes);
+  k.get("threads", o.threads);
+  k.get("int8", o.int8);
+  k.preprocess(o.preprocess);
+  return o;
+}
+
+// quantize() and automp() return models that carry their report.
+struct QuantizedModel : api::Model {
+  std::string report;
+};
+
+std::string dump(const nlohmann::json& j) { return j.dump(2); }
+
+}  // namespace
+
+}  // namespace joule::python
+
+using namespace joule;
+using namespace joule::python;
+
+PYBIND11_MODULE(_joule, m) {
+  m.doc() = "joule's engine (use the package `joule`)";
+  m.attr("__version__") = JOULE_VERSION;
+
+  static py::object error = py::reinterpret_steal<py::object>(
+      PyErr_NewExceptionWithDoc("joule.Error", "An error inside joule (an internal fault unless a subclass).",
+                                PyExc_RuntimeError, nullptr));
+  static py::object bad_input = py::reinterpret_steal<py::object>(PyErr_NewExceptionWithDoc(
+      "joule.BadInput", "Bad input: a missing or malformed file, a wrong shape or dtype, a bad option value.",
+      py::make_tuple(error, py::handle(PyExc_ValueError)).ptr(), nullptr));
+  static py::object unsupported = py::reinterpret_steal<py::object>(PyErr_NewExceptionWithDoc(
+      "joule.Unsupported", "A model construct or operator joule does not support (all are listed).", error.ptr(),
+      nullptr));
+  m.attr("Error") = error;
+  m.attr("BadInput") = bad_input;
+  m.attr("Unsupported") = unsupported;
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const Error& e) {
+      switch (e.kind()) {
+        case Error::Kind::BadInput: PyErr_SetString(bad_input.ptr(), e.what()); break;
+        case Error::Kind::Unsupported: PyErr_SetString(unsupported.ptr(), e.what()); break;
+        case Error::Kind::Cancelled: PyErr_SetNone(PyExc_KeyboardInterrupt); break;
+        default: PyErr_SetString(error.ptr(), e.what()); break;
+      }
+    }
+  });
+
+  py::class_<api::Model>(m, "Model", "An ONNX model loaded once and shared read-only.")
+      .def_property_readonly("name", &api::Model::name)
+      .def_property_readonly("path", [](const api::Model& x) { return x.path().empty() ? py::object(py::none()) : py::object(py::str(x.path())); })
+      .def_property_readonly("inputs", [](const api::Model& x) { return value_types(x.graph(), x.input_names()); })
+      .def_property_readonly("outputs", [](const api::Model& x) { return value_types(x.graph(), x.output_names()); })
+      .def_property_readonly("num_nodes", [](const api::Model& x) { return x.graph().nodes.size(); })
+      .def("save", [](const api::Model& x, py::object path, bool allow) { x.save(to_path(path), allow); },
+           py::arg("path"), py::kw_only(), py::arg("allow_joule_ops") = false)
+      .def("to_bytes", [](const api::Model& x, bool allow) { return py::bytes(x.to_bytes(allow)); }, py::kw_only(),
+           py::arg("allow_joule_ops") = false)
+      .def("with_input_shapes", [](const api::Model& x, py::object shapes) {
+        return x.with_input_shapes(to_shapes(shapes, "with_input_shapes(): shapes"));
+      }, py::arg("shapes"))
+      .def("__repr__", [](const api::Model& x) {
+        return "<joule.Model " + x.name() + ": " + std::to_string(x.graph().nodes.size()) + " nodes>";
+      });
+  py::class_<QuantizedModel, api::Model>(m, "QuantizedModel", "A model made by quantize() or automp().")
+      .def_readonly("_report", &QuantizedModel::report);
+
+  m.def("load", [](py::object src, const std::string& name) {
+    if (py::isinstance<py::bytes>(src)) {
+      std::string b = src.cast<std::string>();
+      py::gil_scoped_release nogil;
+      return api::Model::from_bytes(b, name.empty() ? "model" : name);
+    }
+    const std::string path = to_path(src);
+    py::gil_scoped_release nogil;
+    return api::Model::load(path);
+  }, py::arg("source"), py::arg("name") = "");
+
+  py::class_<PySession>(m, "Session", "A model compiled to run: passes, int8 lowering, kernels chosen, memory planned.")
+      .def(py::init([](const api::Model& model, py::kwargs kw) {
+             Kwargs k("Session", kw);
+             api::PrepareOptions o;
+             k.prepare(o);
+             k.finish();
+             auto s = std::make_unique<PySession>();
+             {
+               py::gil_scoped_release nogil;
+               s->prepared = api::prepare(model, o);
+             }
+             for (auto& [name, t] : s->prepared.session->graph().initializers) s->constants.insert(t.raw());
+             return s;
+           }),
+           py::arg("model"))
+      .def("run", [](PySession& s, py::object inputs) {
+        runtime::Session& sess = *s.prepared.session;
+        runtime::TensorMap in = to_inputs(inputs, sess.input_names());
+        runtime::TensorMap out;
+        {
+          py::gil_scoped_release nogil;
+          std::lock_guard<std::mutex> lock(s.mu);
+          out = sess.run(in);
+        }
+        std::unordered_set<const void*> given;
+        for (auto& [k, t] : in) given.insert(t.raw());
+        py::dict d;
+        for (const std::string& name : sess.output_names()) {
+          Tensor t = out.at(name);
+          if (s.constants.count(t.raw()) || given.count(t.raw())) t = t.clone();  // never a view of weights or inputs
+          d[py::str(name)] = to_array(t);
+        }
+        return d;
+      }, py::arg("inputs"))
+      .def_property_readonly("input_names", [](PySession& s) { return s.prepared.session->input_names(); })
+      .def_property_readonly("output_names", [](PySession& s) { return s.prepared.session->output_names(); })
+      .def_property_readonly("threads", [](PySession& s) { return s.prepared.session->threads(); })
+      .def_property_readonly("peak_activation_bytes", [](PySession& s) { return s.prepared.session->peak_bytes(); })
+      .def("_plan", [](PySession& s) { return dump(api::plan_json(*s.prepared.session)); })
+      .def("_pipeline", [](PySession& s) { return dump(s.prepared.pipeline); });
+
+  m.def("bench", [](const api::Model& model, py::kwargs kw) {
+    Kwargs k("bench", kw);
+    api::BenchOptions o;
+    k.prepare(o.prepare);
+    if (py::object in = k.take("inputs"); !in.is_none()) o.inputs = to_inputs(in, model.input_names());
+    k.get("warmup", o.warmup);
+    k.get("runs", o.runs);
+    py::object progress = k.take("progress");
+    k.finish();
+    return dump(without_gil(progress, [&](const api::Hooks& h) { return api::bench(model, o, h); }).to_json());
+  }, py::arg("model"));
+
+  m.def("profile", [](const api::Model& model, py::kwargs kw) {
+    Kwargs k("profile", kw);
+    api::ProfileOptions o;
+    if (py::object t = k.take("threads"); !t.is_none())
+      o.threads = py::isinstance<py::int_>(t) ? std::vector<int>{t.cast<int>()} : t.cast<std::vector<int>>();
+    if (py::object in = k.take("inputs"); !in.is_none()) o.inputs = to_inputs(in, model.input_names());
+    int warmup = -1, runs = -1;
+    k.get("warmup", warmup);
+    k.get("runs", runs);
+    if (warmup >= 0) o.warmup = warmup;
+    if (runs >= 0) o.runs = runs;
+    k.get("warmup_time", o.warmup_time_s);
+    k.get("min_time", o.min_time_s);
+    k.get("coverage", o.coverage);
+    k.get("energy", o.energy);
+    k.get("energy_profile", o.energy_profile);
+    k.get("energy_window", o.energy_window_s);
+    k.get("powercap_root", o.powercap_root);
+    k.get("layer_energy", o.layer_energy);
+    k.get("batches", o.batches);
+    k.get("input_sizes", o.input_sizes);
+    k.get("stage", o.stage);
+    k.get("passes", o.passes);
+    k.get("int8", o.int8);
+    k.strings("algo", o.algo.rules);
+    k.get("algo_file", o.algo.file);
+    k.get("tuning_cache", o.algo.tuning_cache);
+    k.strings("algo_sweep", o.algo_sweep);
+    k.get("out_dir", o.out_dir);
+    py::object progress = k.take("progress");
+    k.finish();
+    return dump(without_gil(progress, [&](const api::Hooks& h) { return api::profile(model, o, h); }).to_json());
+  }, py::arg("model"));
+
+  m.def("evaluate", [](const api::Model& model, py::object data, py::kwargs kw) {
+    Kwargs k("evaluate", kw);
+    api::EvalOptions o;
+    o.data = to_data(data, "data");
+    k.prepare(o.prepare);
+    k.preprocess(o.preprocess);
+    k.get("limit", o.limit);
+    k.shapes("input_shapes", o.input_shapes);
+    py::object progress = k.take("progress");
+    k.finish();
+    return dump(without_gil(progress, [&](const api::Hooks& h) { return api::evaluate(model, o, h); }).to_json());
+  }, py::arg("model"), py::arg("data"));
+
+  m.def("quantize", [](const api::Model& model, py::kwargs kw) {
+    Kwargs k("quantize", kw);
+    const api::QuantOptions o = quant_options(k);
+    py::object progress = k.take("progress");
+    k.finish();
+    api::QuantizeResult r = without_gil(progress, [&](const api::Hooks& h) { return api::quantize(model, o, h); });
+    QuantizedModel q{r.model, dump(r.to_json())};
+    return q;
+  }, py::arg("model"));
+
+  m.def("quant_plan", [](const api::Model& model, py::kwargs kw) {
+    Kwargs k("quant_plan", kw);
+    const api::QuantOptions o = quant_options(k);
+    k.finish();
+    return dump(without_gil(py::none(), [&](const api::Hooks&) { return api::quant_plan(model, o); }).plan);
+  }, py::arg("model"));
+
+  m.def("sensitivity", [](const api::Model& model, py::kwargs kw) {
+    Kwargs k("sensitivity", kw);
+    api::SensitivityOptions o;
+    o.quant = quant_options(k);
+    k.get("mode", o.mode);
+    k.strings("variants", o.variants);
+    k.get("samples", o.samples);
+    k.get("out_dir", o.out_dir);
+    py::object progress = k.take("progress");
+    k.finish();
+    return dump(without_gil(progress, [&](const api::Hooks& h) { return api::sensitivity(model, o, h); }).to_json());
+  }, py::arg("model"));
+
+  m.def("automp", [](const api::Model& model, py::kwargs kw) {
+    Kwargs k("automp", kw);
+    api::AutoMpOptions o;
+    o.quant = quant_options(k);
+    k.get("max_drop", o.max_drop);
+    k.get("sqnr_target", o.sqnr_target);
+    k.strings("ladder", o.ladder);
+    k.get("strategy", o.strategy);
+    k.get("samples", o.samples);
+    k.get("out_dir", o.out_dir);
+    py::object progress = k.take("progress");
+    k.finish();
+    api::AutoMpReport r = without_gil(progress, [&](const api::Hooks& h) { return api::automp(model, o, h); });
+    return py::make_tuple(dump(r.to_json()), r.yaml, QuantizedModel{r.model, dump(r.to_json())});
+  }, py::arg("model"));
+
+  m.def("compare", [](const api::Model& model, py::kwargs kw) {
+    Kwargs k("compare", kw);
+    api::CompareOptions o;
+    o.quant = quant_options(k);
+    k.strings("configs", o.configs);
+    k.get("energy", o.energy);
+    k.get("energy_profile", o.energy_profile);
+    k.get("runs", o.runs);
+    k.get("warmup", o.warmup);
+    k.get("out_dir", o.out_dir);
+    py::object progress = k.take("progress");
+    k.finish();
+    return dump(without_gil(progress, [&](const api::Hooks& h) { return api::compare(model, o, h); }).to_json());
+  }, py::arg("model"));
+
+  m.def("info", [](const api::Model& model, py::kwargs kw) {
+    Kwargs k("info", kw);
+    api::InfoOptions o;
+    k.shapes("input_shapes", o.input_shapes);
+    k.get("after_passes", o.after_passes);
+    k.get("plan", o.plan);
+    k.get("threads", o.threads);
+    k.strings("algo", o.algo.rules);
+    k.get("algo_file", o.algo.file);
+    k.get("tuning_cache", o.algo.tuning_cache);
+    k.finish();
+    return dump(without_gil(py::none(), [&](const api::Hooks&) { return api::info(model, o); }));
+  }, py::arg("model"));
+
+  m.def("draw_graph", [](const api::Model& model, const std::string& out) {
+    py::gil_scoped_release nogil;
+    return api::draw_graph(model, out);
+  }, py::arg("model"), py::arg("out"));
+
+  m.def("energy_probe", [](const std::string& powercap_root) { return dump(api::energy_probe(powercap_root).to_json()); },
+        py::arg("powercap_root") = "");
+}
