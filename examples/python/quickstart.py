@@ -10,6 +10,7 @@ import joule
 
 repo = pathlib.Path(__file__).resolve().parents[2]
 out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp())
+out.mkdir(parents=True, exist_ok=True)
 fm = "/usr/share/datasets/fashion-mnist"
 
 # --- the user code: 15 lines ---
