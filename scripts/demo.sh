@@ -37,3 +37,6 @@ echo
 echo "== joule sensitivity: the five most sensitive layers (isolated, W8A8), picture -> $run_dir/sensitivity"
 "$joule" sensitivity default --config "$here/examples/quant/w8a8.yaml" --calib "$fm:train" --calib-samples 256 \
   --eval "$fm:test" --samples 1000 --mode isolated --top 5 -o "$run_dir/sensitivity" --quiet
+echo
+echo "== Python: examples/python/quickstart.py (the same workflows from import joule)"
+PYTHONPATH="$here/$build/python" /usr/bin/python3 "$here/examples/python/quickstart.py" "$run_dir/python"

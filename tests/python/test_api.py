@@ -240,16 +240,18 @@ def test_gil_is_released_while_the_engine_runs(model):
     assert ticks > 10000, ticks
 
 
-def test_one_session_from_many_threads(model, samples):
-    s = joule.Session(model, threads=1)
+def test_sessions_from_many_threads(model, samples):
+    # Four threads on two sessions: calls to one session queue up, the two run side by side.
+    sessions = [joule.Session(model, threads=1), joule.Session(model, threads=1, algo="conv=im2col_gemm")]
     images = samples[0]
-    want = [s.run(images[i:i + 1])["logits"] for i in range(len(images))]
+    want = [[s.run(images[i:i + 1])["logits"] for i in range(len(images))] for s in sessions]
     errors = []
 
     def worker(k):
+        s = sessions[k % 2]
         for r in range(20):
             i = (k + r) % len(images)
-            if not np.array_equal(s.run(images[i:i + 1])["logits"], want[i]):
+            if not np.array_equal(s.run(images[i:i + 1])["logits"], want[k % 2][i]):
                 errors.append((k, i))
 
     threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]

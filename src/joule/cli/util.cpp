@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <csignal>
 
 namespace joule::cli {
@@ -96,8 +97,11 @@ api::Hooks terminal_hooks(bool quiet) {
   api::Hooks h;
   h.cancelled = [] { return g_interrupted.load(); };
   if (!quiet && isatty(2))
-    h.progress = [](const api::Progress& p) {
-      if (!p.message.empty()) fmt::print(stderr, "\r{:<70}", p.message);
+    h.progress = [last = std::chrono::steady_clock::time_point{}](const api::Progress& p) mutable {
+      const auto now = std::chrono::steady_clock::now();
+      if (p.message.empty() || (now - last < std::chrono::milliseconds(100) && p.done < p.total)) return;
+      last = now;
+      fmt::print(stderr, "\r{:<70}", p.message);
     };
   return h;
 }

@@ -8,42 +8,13 @@ namespace joule::python {
 
 namespace {
 
+// numpy's dtype names are joule's (float32, int8, uint8, bool, ...); bfloat16 has none.
 DType dtype_of(const py::dtype& d, const std::string& what) {
-  const char kind = d.kind();
-  const auto size = d.itemsize();
-  if (kind == 'f' && size == 4) return DType::Float32;
-  if (kind == 'f' && size == 8) return DType::Float64;
-  if (kind == 'f' && size == 2) return DType::Float16;
-  if (kind == 'b' && size == 1) return DType::Bool;
-  if (kind == 'i' || kind == 'u') {
-    const bool s = kind == 'i';
-    switch (size) {
-      case 1: return s ? DType::Int8 : DType::UInt8;
-      case 2: return s ? DType::Int16 : DType::UInt16;
-      case 4: return s ? DType::Int32 : DType::UInt32;
-      case 8: return s ? DType::Int64 : DType::UInt64;
-      default: break;
-    }
-  }
-  fail(what + ": numpy dtype " + std::string(py::str(static_cast<const py::handle&>(d))) + " is not supported (float, int, uint or bool)");
-}
-
-const char* numpy_name(DType t) {
-  switch (t) {
-    case DType::Float32: return "float32";
-    case DType::Float64: return "float64";
-    case DType::Float16: return "float16";
-    case DType::Int8: return "int8";
-    case DType::Int16: return "int16";
-    case DType::Int32: return "int32";
-    case DType::Int64: return "int64";
-    case DType::UInt8: return "uint8";
-    case DType::UInt16: return "uint16";
-    case DType::UInt32: return "uint32";
-    case DType::UInt64: return "uint64";
-    case DType::Bool: return "bool";
-    default: return nullptr;
-  }
+  const std::string name = py::str(d.attr("name"));
+  const DType t = dtype_from_name(name);
+  if (t == DType::Undefined || t == DType::BFloat16)
+    fail(what + ": numpy dtype " + name + " is not supported (float, int, uint or bool)");
+  return t;
 }
 
 }  // namespace
@@ -71,12 +42,11 @@ Tensor to_tensor(const py::handle& obj, const std::string& what) {
 
 py::array to_array(const Tensor& t) {
   const Tensor v = t.dtype() == DType::BFloat16 ? t.cast(DType::Float32) : t;
-  const char* name = numpy_name(v.dtype());
-  if (!name) fail_internal(std::string("no numpy dtype for ") + dtype_name(v.dtype()));
+  if (!v.defined()) fail_internal("an output tensor is undefined");
   auto* keep = new Tensor(v);
   py::capsule base(keep, [](void* p) { delete static_cast<Tensor*>(p); });
   std::vector<py::ssize_t> shape(v.shape().begin(), v.shape().end());
-  return py::array(py::dtype(name), shape, {}, v.raw(), base);
+  return py::array(py::dtype(dtype_name(v.dtype())), shape, {}, v.raw(), base);
 }
 
 runtime::TensorMap to_inputs(const py::handle& obj, const std::vector<std::string>& names) {
