@@ -51,7 +51,11 @@ DataSource DataSource::from_arrays(Tensor images, Tensor labels) {
 
 std::string DataSource::label() const {
   if (!spec.empty()) return std::filesystem::absolute(spec).string();
-  return images.defined() ? "array" + shape_str(images.shape()) : "";
+  if (!images.defined()) return "";
+  uint64_t h = 1469598103934665603ull;  // FNV-1a of the bytes: arrays of one shape stay apart
+  const auto* p = static_cast<const unsigned char*>(images.raw());
+  for (size_t i = 0; i < images.nbytes(); ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return fmt::format("array{} {}:{:016x}", shape_str(images.shape()), dtype_name(images.dtype()), h);
 }
 
 std::unique_ptr<data::Dataset> open_data(const DataSource& src, const Model& m, const DataOptions& o, std::string* how) {

@@ -28,7 +28,8 @@ struct DataSource {
   static DataSource from_spec(std::string spec);
   static DataSource from_arrays(Tensor images, Tensor labels = {});
   bool empty() const { return spec.empty() && !images.defined(); }
-  // The spec, or "array[N,...]" (part of calibration cache keys and reports).
+  // The spec's absolute path, or "array[N,...] DTYPE:HASH" of the images' bytes (part of
+  // calibration cache keys).
   std::string label() const;
 };
 
