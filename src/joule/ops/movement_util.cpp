@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 namespace joule::ops::movement {
@@ -270,6 +271,26 @@ DType dtype_from_onnx(int64_t code, const ir::Node& node) {
   if (t == DType::Undefined)
     fail_unsupported(node.where() + ": ONNX data type " + std::to_string(code) + " is not supported");
   return t;
+}
+
+AxisSlice slice_axis(int64_t dim, int64_t start, int64_t end, int64_t step) {
+  if (dim == 0) return {};
+  if (start < 0) start += dim;
+  if (end < 0) end += dim;
+  AxisSlice r;
+  if (step > 0) {
+    start = std::clamp<int64_t>(start, 0, dim);
+    end = std::clamp<int64_t>(end, 0, dim);
+    r.start = start;
+    r.count = end > start ? (end - start - 1) / step + 1 : 0;
+  } else {
+    start = std::clamp<int64_t>(start, 0, dim - 1);
+    end = std::clamp<int64_t>(end, -1, dim - 1);
+    const int64_t s = step == std::numeric_limits<int64_t>::min() ? std::numeric_limits<int64_t>::max() : -step;
+    r.start = start;
+    r.count = start > end ? (start - end - 1) / s + 1 : 0;
+  }
+  return r;
 }
 
 Tensor filled(const Tensor& value, const Shape& shape) {

@@ -46,6 +46,13 @@ ir::TensorType permute_type(const ir::TensorType& t, const std::vector<int64_t>&
 // Rank of a type that must have a shape at run time (for kernels, always known).
 inline int64_t rank_of(const ir::TensorType& t) { return static_cast<int64_t>(t.dims.size()); }
 
+// Slice along one axis of size dim (ONNX semantics: negative indices, clamping, negative
+// steps): the first index taken and how many.
+struct AxisSlice {
+  int64_t start = 0, count = 0;
+};
+AxisSlice slice_axis(int64_t dim, int64_t start, int64_t end, int64_t step);
+
 // ---- kernel helpers ----
 // out[o] = in[offset + sum_d o_d * strides[d]] (strides in elements, may be 0 or negative).
 Tensor strided_copy(const Tensor& in, const Shape& out_shape, const std::vector<int64_t>& strides,

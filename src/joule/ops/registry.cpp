@@ -11,6 +11,7 @@ namespace joule::ops {
 #include "joule/ops/list_elementwise.inc"
 #include "joule/ops/list_nn.inc"
 #include "joule/ops/list_tensor.inc"
+#include "joule/ops/list_train.inc"
 #undef JOULE_OP
 
 const std::vector<const OpDef*>& all_ops() {
@@ -19,6 +20,7 @@ const std::vector<const OpDef*>& all_ops() {
 #include "joule/ops/list_elementwise.inc"
 #include "joule/ops/list_nn.inc"
 #include "joule/ops/list_tensor.inc"
+#include "joule/ops/list_train.inc"
 #undef JOULE_OP
   };
   return ops;

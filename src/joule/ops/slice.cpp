@@ -12,32 +12,6 @@ struct SliceParams {
   std::vector<int64_t> starts, ends, axes, steps;
 };
 
-// Normalised first index and element count along one axis of size dim.
-struct AxisSlice {
-  int64_t start = 0, count = 0;
-};
-
-AxisSlice slice_axis(int64_t dim, int64_t start, int64_t end, int64_t step) {
-  if (dim == 0) return {};
-  if (start < 0) start += dim;
-  if (end < 0) end += dim;
-  AxisSlice r;
-  if (step > 0) {
-    start = std::clamp<int64_t>(start, 0, dim);
-    end = std::clamp<int64_t>(end, 0, dim);
-    r.start = start;
-    r.count = end > start ? (end - start - 1) / step + 1 : 0;
-  } else {
-    start = std::clamp<int64_t>(start, 0, dim - 1);
-    end = std::clamp<int64_t>(end, -1, dim - 1);
-    const int64_t s = step == std::numeric_limits<int64_t>::min()
-                          ? std::numeric_limits<int64_t>::max() : -step;
-    r.start = start;
-    r.count = start > end ? (start - end - 1) / s + 1 : 0;
-  }
-  return r;
-}
-
 // Checks lengths, fills default axes/steps, normalises axes against rank r.
 void normalize_params(SliceParams& p, int64_t r, const ir::Node& node) {
   if (p.starts.size() != p.ends.size())
