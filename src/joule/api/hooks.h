@@ -7,6 +7,8 @@
 #include <functional>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 namespace joule::api {
 
 struct Progress {
@@ -21,6 +23,8 @@ struct Hooks {
   // Returns true when the caller wants the workflow to stop; the workflow then throws
   // joule::Error of kind Cancelled at its next check (what it wrote so far stays valid).
   std::function<bool()> cancelled;
+  // Structured records as a workflow makes them (training: one per step and one per epoch).
+  std::function<void(const nlohmann::json&)> record;
 
   // Throws Cancelled when cancelled() says so.
   void check() const;

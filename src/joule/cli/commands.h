@@ -19,5 +19,6 @@ Action add_quantize(CLI::App& app);
 Action add_sensitivity(CLI::App& app);
 Action add_automp(CLI::App& app);
 Action add_compare(CLI::App& app);
+Action add_train(CLI::App& app);
 
 }  // namespace joule::cli

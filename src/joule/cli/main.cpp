@@ -30,6 +30,9 @@ int main(int argc, char** argv) {
       joule::cli::add_automp);
   add("compare", "Accuracy, latency, energy and size: FP32 against each quantization config, side by side",
       joule::cli::add_compare);
+  add("train", "Train on joule's engine: losses, SGD/Adam/AdamW, schedules, BatchNorm train/frozen, checkpoints; "
+              "writes the trained ONNX model",
+      joule::cli::add_train);
   add("data", "Dataset tools: convert a JPEG class folder to LMDB", joule::cli::add_data);
   add("graph", "Draw the model graph (.svg/.png/.pdf through Graphviz dot, .dot text, .txt listing)", joule::cli::add_graph);
   try {

@@ -18,11 +18,14 @@ extern const Algorithm kGemmOnednnPacked;
 extern const Algorithm kMatMulOnednnPacked;
 extern const Algorithm kQConvOnednnInt8;
 extern const Algorithm kQMatMulOnednnInt8;
+extern const Algorithm kConvGradDataOnednn;
+extern const Algorithm kConvGradWeightOnednn;
 
 const std::vector<const Algorithm*>& all_algorithms() {
   static const std::vector<const Algorithm*> all = {&kConvDirect, &kConvIm2colGemm, &kConvImplicitGemm, &kConvFft, &kConvWinograd, &kConvWinogradF2, &kConvOnednn,
                                                      &kGemmOnednnPacked, &kGemmOnednn, &kGemmBlas, &kMatMulOnednnPacked, &kMatMulOnednn, &kMatMulBlas,
-                                                     &kQConvOnednnInt8, &kQMatMulOnednnInt8};
+                                                     &kQConvOnednnInt8, &kQMatMulOnednnInt8, &kConvGradDataOnednn,
+                                                     &kConvGradWeightOnednn};
   return all;
 }
 
@@ -36,6 +39,8 @@ std::string op_class_of(const ir::Node& n) {
   if (n.domain == "joule" && n.op_type == "FusedMatMul") return "matmul";
   if (n.domain == "joule" && n.op_type == "QConv") return "qconv";
   if (n.domain == "joule" && n.op_type == "QMatMul") return "qmatmul";
+  if (n.domain == "joule" && n.op_type == "ConvGradData") return "conv_grad_data";
+  if (n.domain == "joule" && n.op_type == "ConvGradWeight") return "conv_grad_weight";
   return "";
 }
 

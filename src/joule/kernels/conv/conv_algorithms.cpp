@@ -27,12 +27,12 @@ double time_ms(const ConvShape& s, int threads, double gflops, double overhead_m
 // ---- onednn
 std::string onednn_supports(const NodeView& v) {
   ConvProblem p;
-  if (std::string r = read_conv_problem(v, &p); !r.empty()) return r;
+  if (std::string r = read_conv_problem(v, &p, /*runtime_weights_ok=*/true); !r.empty()) return r;
   return onednn_conv_supports(p.shape, p.epilogue);
 }
 double onednn_estimate(const NodeView& v) {
   ConvProblem p;
-  read_conv_problem(v, &p);
+  read_conv_problem(v, &p, true);
   // Activation reorders to and from blocked layouts cost about a pass over both tensors (none
   // on channels_last tensors, which the primitive computes in place).
   const double bytes = p.channels_last ? 0.0 : 4.0 * (p.shape.n * p.shape.c * p.shape.h * p.shape.w + p.shape.n * p.shape.m * p.shape.oh * p.shape.ow);
@@ -49,7 +49,7 @@ double onednn_estimate(const NodeView& v) {
 }
 std::unique_ptr<Kernel> onednn_prepare(const NodeView& v) {
   return prepare_conv(v, [](const ConvProblem& p, int threads) {
-    return make_onednn_conv(p.shape, p.weight, p.bias, p.epilogue, p.channels_last, threads);
+    return make_onednn_conv(p.shape, p.weight, p.bias, p.has_bias, p.epilogue, p.channels_last, threads);
   });
 }
 

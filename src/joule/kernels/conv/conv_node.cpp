@@ -49,7 +49,17 @@ class ConvNodeKernel : public Kernel {
       res = Z.data<float>();
     }
     Tensor& Y = c.output(0, DType::Float32, y_shape_);
-    k_->run(X.data<float>(), res, Y.data<float>(), *c.pool);
+    if (!p_.runtime_weights) {
+      k_->run(X.data<float>(), res, Y.data<float>(), *c.pool);
+      return;
+    }
+    const Tensor& W = c.in(1);
+    if (W.dtype() != DType::Float32 || W.numel() != p_.shape.m * p_.shape.cg() * p_.shape.kh * p_.shape.kw)
+      fail(c.node.where() + ": weight " + W.describe() + " differs from the planned one");
+    const Tensor* B = p_.has_bias ? &c.in(2) : nullptr;
+    if (B && (B->dtype() != DType::Float32 || B->numel() != p_.shape.m))
+      fail(c.node.where() + ": bias " + B->describe() + " differs from the planned one");
+    k_->run_weights(X.data<float>(), W.data<float>(), B ? B->data<float>() : nullptr, res, Y.data<float>(), *c.pool);
   }
   std::string detail() const override { return k_->detail(); }
 
@@ -91,7 +101,7 @@ std::string read_conv_shape(const ir::Node& n, const Shape& xs, const Shape& ws,
   return "";
 }
 
-std::string read_conv_problem(const NodeView& v, ConvProblem* p) {
+std::string read_conv_problem(const NodeView& v, ConvProblem* p, bool runtime_weights_ok) {
   const ir::Node& n = v.node;
   Shape xs, ws, ys;
   if (!v.static_shape(0, &xs) || !v.static_shape(1, &ws) || v.out_types.empty() || !v.out_types[0] ||
@@ -101,9 +111,12 @@ std::string read_conv_problem(const NodeView& v, ConvProblem* p) {
   if (v.in_types[0]->dtype != DType::Float32) return std::string("input is ") + dtype_name(v.in_types[0]->dtype) + ", not float32";
   if (xs.size() != 3 && xs.size() != 4) return std::to_string(xs.size() - 2) + "-D convolution (1-D and 2-D only)";
   const Tensor* W = v.constant(1);
-  if (!W) return "weight is not a constant";
   const Tensor* B = v.has(2) ? v.constant(2) : nullptr;
-  if (v.has(2) && !B) return "bias is not a constant";
+  p->has_bias = v.has(2);
+  p->runtime_weights = !W || (v.has(2) && !B);
+  if (p->runtime_weights && !runtime_weights_ok) return W ? "bias is not a constant" : "weight is not a constant";
+  if (p->runtime_weights && (v.in_types[1]->dtype != DType::Float32 || (v.has(2) && v.in_types[2]->dtype != DType::Float32)))
+    return "weight or bias is not float32";
   const bool residual = v.has(3);
   if (residual) {
     Shape zs;
@@ -120,8 +133,8 @@ std::string read_conv_problem(const NodeView& v, ConvProblem* p) {
   }
 
   if (std::string r = read_conv_shape(n, xs, ws, ys, &p->shape); !r.empty()) return r;
-  p->weight = W->data<float>();
-  p->bias = B ? B->data<float>() : nullptr;
+  p->weight = p->runtime_weights ? nullptr : W->data<float>();
+  p->bias = p->runtime_weights || !B ? nullptr : B->data<float>();
   return "";
 }
 
@@ -151,7 +164,7 @@ bool channels_last_estimated_faster(const ir::Graph& g, const ir::Node& n, int t
 
 std::unique_ptr<Kernel> prepare_conv(const NodeView& v, const ConvFactory& factory) {
   ConvProblem p;
-  if (std::string r = read_conv_problem(v, &p); !r.empty()) fail_internal(v.node.where() + ": " + r);
+  if (std::string r = read_conv_problem(v, &p, true); !r.empty()) fail_internal(v.node.where() + ": " + r);
   Shape xs;
   v.static_shape(0, &xs);
   return std::make_unique<ConvNodeKernel>(p, xs, v.out_types[0]->static_shape(), factory(p, v.threads));

@@ -13,9 +13,11 @@ namespace joule::kernels {
 struct ConvProblem {
   ConvShape shape;
   Epilogue epilogue;
-  const float* weight = nullptr;  // [M, C/group, KH, KW]
+  const float* weight = nullptr;  // [M, C/group, KH, KW]; null with runtime_weights
   const float* bias = nullptr;    // [M] or null
   bool channels_last = false;     // x, residual and y are N,H,W,C (FusedConv `channels_last`)
+  bool runtime_weights = false;   // weight (and bias) are inputs read at run time, not constants
+  bool has_bias = false;
 };
 
 // The ConvShape of a Conv-like node from its N,C,H,W (or N,C,W) input shape `xs`, weight shape
@@ -23,8 +25,9 @@ struct ConvProblem {
 std::string read_conv_shape(const ir::Node& n, const Shape& xs, const Shape& ws, const Shape& ys, ConvShape* s);
 
 // Reads the node; "" and fills `p` when the node is a 2-D (or 1-D) FP32 convolution with
-// static shapes and constant weights/bias, otherwise the reason it is not.
-std::string read_conv_problem(const NodeView& v, ConvProblem* p);
+// static shapes and constant weights/bias (or, with `runtime_weights_ok`, weights and bias
+// that are inputs), otherwise the reason it is not.
+std::string read_conv_problem(const NodeView& v, ConvProblem* p, bool runtime_weights_ok = false);
 // The same for algorithms that compute only N,C,H,W: a channels_last node is refused.
 std::string read_nchw_conv_problem(const NodeView& v, ConvProblem* p);
 

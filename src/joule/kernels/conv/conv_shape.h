@@ -76,6 +76,10 @@ class ConvKernel {
   // x: [N,C,H,W]; residual: [N,M,OH,OW] or null (must be non-null iff epilogue.residual);
   // y: [N,M,OH,OW]. Must not allocate; may use scratch made in the constructor.
   virtual void run(const float* x, const float* residual, float* y, ThreadPool& pool) const = 0;
+  // The same with the weights (and bias, null when none) given at run time, for kernels made
+  // without them (ConvProblem::runtime_weights: training, where the weights change every step).
+  virtual void run_weights(const float* x, const float* weight, const float* bias, const float* residual, float* y,
+                           ThreadPool& pool) const;
   // Optional: what actually runs (e.g. the vendor library's implementation name).
   virtual std::string detail() const { return ""; }
 };

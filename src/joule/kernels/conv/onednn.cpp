@@ -17,8 +17,8 @@ using dt = memory::data_type;
 
 class OnednnConv : public ConvKernel {
  public:
-  OnednnConv(const ConvShape& s, const float* weight, const float* bias, const Epilogue& ep, bool channels_last,
-             int threads)
+  OnednnConv(const ConvShape& s, const float* weight, const float* bias, bool has_bias, const Epilogue& ep,
+             bool channels_last, int threads)
       : s_(s), ep_(ep), stream_(onednn_engine()) {
     // oneDNN sizes a primitive's work split (and so its OpenMP team) when it is created.
     onednn_set_threads(threads);
@@ -32,7 +32,7 @@ class OnednnConv : public ConvKernel {
     user_dst_md_ = memory::desc(dst_dims, dt::f32, user_tag);
     // N,H,W,C is also the primitive's layout; on N,C,H,W it chooses its own.
     const tag act_tag = channels_last ? tag::nhwc : tag::any;
-    const memory::desc bias_md = bias ? memory::desc({s.m}, dt::f32, tag::x) : memory::desc();
+    const memory::desc bias_md = has_bias ? memory::desc({s.m}, dt::f32, tag::x) : memory::desc();
     dnnl::convolution_forward::desc d(
         dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
         memory::desc(src_dims, dt::f32, act_tag), memory::desc(w_dims, dt::f32, tag::any), bias_md,
@@ -53,15 +53,13 @@ class OnednnConv : public ConvKernel {
     pd_ = dnnl::convolution_forward::primitive_desc(d, attr, eng);
     prim_ = dnnl::convolution_forward(pd_);
 
-    // Weights (and bias) are reordered once into the primitive's layout.
-    memory user_w({w_dims, dt::f32, grouped ? tag::goihw : tag::oihw}, eng, const_cast<float*>(weight));
+    // Weights (and bias) are reordered once into the primitive's layout; runtime weights at
+    // every run (run_weights).
+    user_w_ = memory({w_dims, dt::f32, grouped ? tag::goihw : tag::oihw}, eng, DNNL_MEMORY_NONE);
     weights_ = memory(pd_.weights_desc(), eng);
-    dnnl::reorder(user_w, weights_).execute(stream_, user_w, weights_);
-    if (bias) {
-      bias_ = memory(pd_.bias_desc(), eng);
-      std::memcpy(bias_.get_data_handle(), bias, sizeof(float) * static_cast<size_t>(s.m));
-    }
-    stream_.wait();
+    w_reorder_ = dnnl::reorder(user_w_, weights_);
+    if (has_bias) bias_ = memory(pd_.bias_desc(), eng);
+    if (weight) load_weights(weight, bias);
     user_src_ = memory(user_src_md_, eng, DNNL_MEMORY_NONE);
     user_dst_ = memory(user_dst_md_, eng, DNNL_MEMORY_NONE);
     reorder_src_ = pd_.src_desc() != user_src_md_;
@@ -81,7 +79,14 @@ class OnednnConv : public ConvKernel {
              {DNNL_ARG_WEIGHTS, weights_},
              {DNNL_ARG_DST, reorder_dst_ ? dst_ : user_dst_},
              {DNNL_ARG_SCRATCHPAD, scratch_}};
-    if (bias) args_[DNNL_ARG_BIAS] = bias_;
+    if (has_bias) args_[DNNL_ARG_BIAS] = bias_;
+  }
+
+  void run_weights(const float* x, const float* weight, const float* bias, const float* residual, float* y,
+                   ThreadPool& pool) const override {
+    onednn_set_threads(pool.threads());
+    load_weights(weight, bias);
+    run(x, residual, y, pool);
   }
 
   void run(const float* x, const float* residual, float* y, ThreadPool& pool) const override {
@@ -105,16 +110,23 @@ class OnednnConv : public ConvKernel {
   std::string detail() const override { return pd_.impl_info_str(); }
 
  private:
+  void load_weights(const float* weight, const float* bias) const {
+    user_w_.set_data_handle(const_cast<float*>(weight));
+    w_reorder_.execute(stream_, user_w_, weights_);
+    if (bias) std::memcpy(bias_.get_data_handle(), bias, sizeof(float) * static_cast<size_t>(s_.m));
+    stream_.wait();
+  }
+
   ConvShape s_;
   Epilogue ep_;
   mutable dnnl::stream stream_;
   dnnl::convolution_forward::primitive_desc pd_;
   dnnl::convolution_forward prim_;
   memory::desc user_src_md_, user_dst_md_;
-  mutable memory user_src_, user_dst_, src_, dst_, weights_, bias_, scratch_;
+  mutable memory user_src_, user_dst_, src_, dst_, weights_, bias_, scratch_, user_w_;
   bool reorder_src_ = false, reorder_dst_ = false;
   std::unordered_map<int, memory> args_;
-  dnnl::reorder src_reorder_, dst_in_reorder_, dst_reorder_;
+  dnnl::reorder src_reorder_, dst_in_reorder_, dst_reorder_, w_reorder_;
 };
 
 }  // namespace
@@ -133,10 +145,10 @@ std::string onednn_conv_supports(const ConvShape& s, const Epilogue& ep) {
   return "";
 }
 
-std::unique_ptr<ConvKernel> make_onednn_conv(const ConvShape& s, const float* weight, const float* bias,
+std::unique_ptr<ConvKernel> make_onednn_conv(const ConvShape& s, const float* weight, const float* bias, bool has_bias,
                                              const Epilogue& ep, bool channels_last, int threads) {
   try {
-    return std::make_unique<OnednnConv>(s, weight, bias, ep, channels_last, threads);
+    return std::make_unique<OnednnConv>(s, weight, bias, has_bias, ep, channels_last, threads);
   } catch (const dnnl::error& e) {
     fail_unsupported("oneDNN refused the convolution " + s.str() + ": " + e.what());
   }

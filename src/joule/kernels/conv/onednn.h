@@ -2,8 +2,8 @@
 // Convolution through oneDNN's convolution primitive (the vendor library). On N,C,H,W tensors
 // the primitive picks its blocked layouts (format_tag::any) and activations are reordered from /
 // to NCHW around each run; with `channels_last` the tensors are N,H,W,C and the primitive
-// computes in that layout (oneDNN's nxc kernels), so nothing is reordered. Weights are
-// reordered once here. Bias, residual (sum post-op) and activation (eltwise post-op) are fused
+// computes in that layout (oneDNN's nxc kernels), so nothing is reordered. Constant weights are
+// reordered once here; weights given at run time (training) at every run. Bias, residual (sum post-op) and activation (eltwise post-op) are fused
 // into the primitive.
 #include <dnnl.hpp>
 #include <memory>
@@ -14,7 +14,8 @@
 namespace joule::kernels {
 
 std::string onednn_conv_supports(const ConvShape& s, const Epilogue& ep);
-std::unique_ptr<ConvKernel> make_onednn_conv(const ConvShape& s, const float* weight, const float* bias,
+// `weight` null: the weights (and bias, when `has_bias`) come with every run (run_weights).
+std::unique_ptr<ConvKernel> make_onednn_conv(const ConvShape& s, const float* weight, const float* bias, bool has_bias,
                                              const Epilogue& ep, bool channels_last, int threads);
 
 // Makes oneDNN (OpenMP) use `threads` threads on the calling thread: the engine's pool and

@@ -1,0 +1,258 @@
+#include "joule/api/train.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+
+#include "joule/api/evaluate.h"
+#include "joule/api/run.h"
+#include "joule/core/error.h"
+#include "joule/train/checkpoint.h"
+#include "joule/train/init.h"
+#include "joule/train/train_graph.h"
+
+namespace joule::api {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+uint64_t mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// One-hot float targets [B, C] of integer labels (mse and l1 on classification data).
+Tensor one_hot(const Tensor& labels, const Shape& out) {
+  Tensor t(DType::Float32, out);
+  const int64_t c = out.at(1);
+  for (int64_t i = 0; i < labels.numel(); ++i) {
+    const int64_t l = labels.data<int64_t>()[i];
+    if (l < 0 || l >= c) fail("training: label " + std::to_string(l) + " is outside the model's " + std::to_string(c) + " outputs");
+    t.data<float>()[i * c + l] = 1.f;
+  }
+  return t;
+}
+
+// How many rows of [B, C] scores have their largest value at the label.
+int64_t correct(const Tensor& scores, const Tensor& labels) {
+  if (scores.rank() != 2 || scores.dtype() != DType::Float32) return 0;
+  const int64_t b = scores.dim(0), c = scores.dim(1);
+  int64_t n = 0;
+  for (int64_t i = 0; i < b; ++i) {
+    const float* row = scores.data<float>() + i * c;
+    n += std::max_element(row, row + c) - row == labels.data<int64_t>()[i];
+  }
+  return n;
+}
+
+// The state a run carries from step to step, and checkpoints.
+struct Run {
+  train::TrainGraph tg;
+  std::vector<Tensor> params, state;
+  int64_t step = 0;  // the next step to run
+};
+
+train::Checkpoint to_checkpoint(const Run& r, const train::Optimizer& opt, const nlohmann::json& settings) {
+  train::Checkpoint c;
+  c.meta = {{"step", r.step}, {"optimizer_steps", opt.steps_taken()}, {"settings", settings},
+            {"params", r.tg.params}};
+  for (size_t i = 0; i < r.params.size(); ++i) c.tensors["param/" + r.tg.params[i]] = r.params[i];
+  for (size_t i = 0; i < r.state.size(); ++i) c.tensors["state/" + r.tg.state[i].input] = r.state[i];
+  for (auto& [k, t] : opt.state()) c.tensors["opt/" + k] = t;
+  return c;
+}
+
+void from_checkpoint(Run& r, train::Optimizer& opt, const std::string& path, const nlohmann::json& settings) {
+  const train::Checkpoint c = train::load_checkpoint(path);
+  for (const char* k : {"batch", "seed", "shuffle", "loss", "bn", "optimizer"})
+    if (c.meta["settings"].value(k, nlohmann::json()) != settings.value(k, nlohmann::json()))
+      fail(path + ": the checkpoint's " + k + " is " + c.meta["settings"].value(k, nlohmann::json()).dump() +
+           ", this run's " + settings.value(k, nlohmann::json()).dump());
+  if (c.meta.value("params", nlohmann::json()) != nlohmann::json(r.tg.params))
+    fail(path + ": the checkpoint trains other weights than this run");
+  auto take = [&](const std::string& key, Tensor& into) {
+    auto it = c.tensors.find(key);
+    if (it == c.tensors.end() || it->second.shape() != into.shape() || it->second.dtype() != into.dtype())
+      fail(path + ": tensor '" + key + "' is missing or of another shape");
+    into = it->second.clone();
+  };
+  for (size_t i = 0; i < r.params.size(); ++i) take("param/" + r.tg.params[i], r.params[i]);
+  for (size_t i = 0; i < r.state.size(); ++i) take("state/" + r.tg.state[i].input, r.state[i]);
+  std::map<std::string, Tensor> os;
+  for (auto& [k, t] : c.tensors)
+    if (k.rfind("opt/", 0) == 0) os[k.substr(4)] = t;
+  opt.load_state(os, c.meta.value("optimizer_steps", int64_t{0}), r.params.size());
+  r.step = c.meta.value("step", int64_t{0});
+}
+
+// The model with the run's weights and statistics.
+Model export_model(const Model& base, const Run& r) {
+  ir::Graph g = base.graph();
+  for (size_t i = 0; i < r.params.size(); ++i) g.initializers[r.tg.params[i]] = r.params[i].clone();
+  for (size_t i = 0; i < r.state.size(); ++i) g.initializers[r.tg.state[i].input] = r.state[i].clone();
+  return base.derived(std::move(g), base.name() + "_trained");
+}
+
+}  // namespace
+
+TrainReport train(const Model& model, const TrainOptions& o, const Hooks& hooks) {
+  train::check(o.optimizer);
+  train::check(o.schedule);
+  if (o.init != "keep" && o.init != "random") fail("training: init '" + o.init + "' (keep or random)");
+  if (o.batch < 1) fail("training: batch must be at least 1");
+  if (o.epochs < 1 && o.steps < 1) fail("training: give a positive number of epochs or steps");
+  if (o.data.empty()) fail("training: no training data");
+  if (o.checkpoint_every < 0) fail("training: checkpoint_every must not be negative");
+  if (o.augment.crop_padding < 0) fail("training: crop padding must not be negative");
+  if (model.input_names().size() != 1) fail("training: the model has " + std::to_string(model.input_names().size()) +
+                                            " inputs; training feeds single-input models");
+  Model base = model;
+  if (o.init == "random") {
+    ir::Graph g = model.graph();
+    train::initialize_weights(g, o.seed);
+    base = model.derived(std::move(g), model.name());
+  }
+  std::string how;
+  const std::unique_ptr<data::Dataset> data = open_data(o.data, base, o.preprocess, &how);
+  std::unique_ptr<data::Dataset> val;
+  if (!o.val.empty()) val = open_data(o.val, base, o.preprocess);
+  const int64_t n = static_cast<int64_t>(data->size()), per_epoch = n / o.batch;
+  if (per_epoch < 1)
+    fail(fmt::format("training: {} samples make no batch of {}", n, o.batch));
+  const int64_t total = o.steps > 0 ? o.steps : o.epochs * per_epoch;
+
+  // The training graph at this batch size.
+  const std::string input = base.input_names()[0];
+  Shape in_shape = {o.batch};  // the batch, then a sample's shape
+  {
+    const data::Sample s = data->get(0);
+    if (!s.error.empty()) fail("training data: " + s.error);
+    in_shape.insert(in_shape.end(), s.input.shape().begin(), s.input.shape().end());
+  }
+  train::TrainGraphOptions tgo;
+  tgo.loss = o.loss;
+  tgo.bn = o.bn;
+  tgo.input_shapes = {{input, in_shape}};
+  tgo.trainable = o.trainable;
+  tgo.frozen = o.frozen;
+  Run r;
+  r.tg = train::build_train_graph(base.graph(), tgo);
+  const train::TrainGraph& tg = r.tg;
+  if (tg.params.empty()) fail("training: no weight of the model affects the loss");
+  for (const std::string& p : tg.params) r.params.push_back(base.graph().initializers.at(p).clone());
+  for (const auto& s : tg.state) r.state.push_back(base.graph().initializers.at(s.input).clone());
+  for (const Tensor& p : r.params)
+    if (p.dtype() != DType::Float32) fail("training: weights must be float32, got " + p.describe());
+  PrepareOptions po;
+  po.threads = o.threads;
+  po.passes = "none";
+  po.int8 = "simulated";
+  po.algo = o.algo;
+  Prepared prep = prepare(ir::Graph(tg.graph), po);
+  runtime::Session& session = *prep.session;
+
+  const nlohmann::json settings = {
+      {"loss", o.loss}, {"bn", o.bn}, {"init", o.init}, {"optimizer", o.optimizer.name}, {"lr", o.optimizer.lr},
+      {"momentum", o.optimizer.momentum}, {"nesterov", o.optimizer.nesterov},
+      {"weight_decay", o.optimizer.weight_decay}, {"schedule", o.schedule.name},
+      {"warmup_steps", o.schedule.warmup_steps}, {"clip_grad_norm", o.optimizer.clip_grad_norm},
+      {"batch", o.batch}, {"steps", total}, {"steps_per_epoch", per_epoch}, {"shuffle", o.shuffle},
+      {"seed", o.seed}, {"hflip", o.augment.hflip}, {"crop_padding", o.augment.crop_padding},
+      {"threads", session.threads()}};
+  train::Optimizer opt(o.optimizer);
+  if (!o.resume.empty()) from_checkpoint(r, opt, o.resume, settings);
+  if (r.step > total) fail(o.resume + ": the checkpoint is at step " + std::to_string(r.step) + ", past this run's " + std::to_string(total));
+
+  TrainReport rep;
+  rep.json = {{"model", model_label(model)}, {"data", data->describe()}, {"preprocessing", how},
+              {"settings", settings}, {"params", tg.params.size()}, {"resumed_at_step", r.step}};
+  int64_t trained = 0;
+  for (const Tensor& p : r.params) trained += p.numel();
+  rep.json["trained_values"] = trained;
+  rep.json["model_values"] = base.graph().parameter_count();
+
+  const auto t_start = Clock::now();
+  std::unique_ptr<train::BatchLoader> loader;
+  int64_t loader_epoch = -1;
+  double epoch_loss = 0, epoch_seconds = 0;
+  int64_t epoch_steps = 0, epoch_correct = 0, epoch_samples = 0;
+  nlohmann::json last;
+  auto save = [&] {
+    if (!o.checkpoint.empty()) train::save_checkpoint(o.checkpoint, to_checkpoint(r, opt, settings));
+  };
+  while (r.step < total) {
+    const int64_t epoch = r.step / per_epoch, in_epoch = r.step % per_epoch;
+    if (epoch != loader_epoch) {
+      loader = std::make_unique<train::BatchLoader>(*data, train::epoch_order(static_cast<size_t>(n), o.shuffle, o.seed, epoch),
+                                                    o.batch, o.augment, o.seed, epoch, static_cast<size_t>(in_epoch));
+      loader_epoch = epoch;
+    }
+    const auto t0 = Clock::now();
+    std::optional<train::Batch> batch = loader->next();
+    if (!batch) fail_internal("training: the epoch ended early");
+    runtime::TensorMap in{{input, batch->inputs}};
+    in[tg.target] = o.loss == "cross_entropy" ? batch->labels
+                                              : one_hot(batch->labels, tg.graph.type_of(tg.output)->static_shape());
+    for (size_t i = 0; i < r.params.size(); ++i) in[tg.params[i]] = r.params[i];
+    for (size_t i = 0; i < r.state.size(); ++i) in[tg.state[i].input] = r.state[i];
+    if (!tg.dropout_seed.empty())
+      in[tg.dropout_seed] = Tensor::scalar<int64_t>(static_cast<int64_t>(mix(o.seed ^ mix(static_cast<uint64_t>(r.step)))));
+    const runtime::TensorMap out = session.run(in);
+    const double loss = out.at(tg.loss).value_as_double(0);
+    if (!std::isfinite(loss))
+      fail(fmt::format("training diverged at step {}: the loss is {} (lower the learning rate, or clip gradients)", r.step, loss));
+    std::vector<Tensor> grads;
+    for (const std::string& g : tg.grads) grads.push_back(out.at(g));
+    const double lr = train::learning_rate(o.optimizer.lr, o.schedule, r.step, total);
+    const double norm = opt.step(r.params, grads, lr, &session.pool());
+    for (size_t i = 0; i < r.state.size(); ++i) r.state[i] = out.at(tg.state[i].output);
+    const double dt = seconds_since(t0);
+    ++r.step;
+    epoch_loss += loss;
+    epoch_seconds += dt;
+    ++epoch_steps;
+    epoch_samples += o.batch;
+    epoch_correct += correct(out.at(tg.output), batch->labels);
+    last = {{"event", "step"}, {"step", r.step - 1}, {"epoch", epoch}, {"loss", loss}, {"lr", lr},
+            {"grad_norm", norm}, {"samples_per_s", static_cast<double>(o.batch) / dt}};
+    if (hooks.record) hooks.record(last);
+    const bool epoch_end = in_epoch == per_epoch - 1 || r.step == total;
+    if (o.checkpoint_every > 0 && r.step % o.checkpoint_every == 0 && !epoch_end) save();
+    if (epoch_end) {
+      nlohmann::json e = {{"event", "epoch"}, {"epoch", epoch}, {"steps", epoch_steps},
+                          {"loss", epoch_loss / static_cast<double>(epoch_steps)},
+                          {"train_top1", static_cast<double>(epoch_correct) / static_cast<double>(epoch_samples)},
+                          {"seconds", epoch_seconds},
+                          {"samples_per_s", static_cast<double>(epoch_samples) / epoch_seconds}};
+      if (val) {
+        hooks.report("validating", 0, 0, fmt::format("epoch {}: validating", epoch + 1));
+        PrepareOptions vp;
+        vp.threads = o.threads;
+        Prepared vs = prepare(export_model(base, r), vp);
+        const data::EvalResult ev = evaluate_session(*vs.session, *val, o.val_samples, hooks, "validating");
+        e["val_top1"] = ev.top1_rate();
+        e["val_samples"] = ev.samples;
+      }
+      if (hooks.record) hooks.record(e);
+      rep.json["epochs"].push_back(e);
+      save();
+      epoch_loss = epoch_seconds = 0;
+      epoch_steps = epoch_correct = epoch_samples = 0;
+    }
+    hooks.report("training", static_cast<size_t>(r.step), static_cast<size_t>(total),
+                 fmt::format("epoch {} step {}/{}  loss {:.4f}  lr {:.3g}  {:.0f} samples/s", epoch + 1, r.step, total,
+                             loss, lr, static_cast<double>(o.batch) / dt));
+  }
+  rep.json["last_step"] = last;
+  rep.json["seconds"] = seconds_since(t_start);
+  rep.model = export_model(base, r);
+  return rep;
+}
+
+}  // namespace joule::api

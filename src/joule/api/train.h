@@ -1,0 +1,49 @@
+#pragma once
+// Training on joule's engine: the model's training graph (train/train_graph.h) run by a Session
+// step after step on shuffled, augmented batches, the weights updated in place by the optimizer,
+// validation after every epoch, checkpoints that resume exactly, and the trained weights
+// written back into the model.
+#include <string>
+#include <vector>
+
+#include "joule/api/data.h"
+#include "joule/api/hooks.h"
+#include "joule/api/prepare.h"
+#include "joule/train/batches.h"
+#include "joule/train/optimizer.h"
+
+namespace joule::api {
+
+struct TrainOptions {
+  DataSource data;                  // labelled training data (required)
+  DataSource val;                   // labelled data evaluated after every epoch (optional)
+  size_t val_samples = 0;           // the first N of val (0: all)
+  DataOptions preprocess;
+  std::string loss = "cross_entropy";  // cross_entropy | mse | l1 (mse and l1 against one-hot labels)
+  std::string bn = "train";         // train (batch statistics) | frozen (running statistics)
+  std::string init = "keep";        // keep (the model's weights) | random (train/init.h)
+  train::OptimizerOptions optimizer;
+  train::ScheduleOptions schedule;
+  int64_t batch = 32;
+  int64_t epochs = 1;
+  int64_t steps = 0;                // > 0: this many steps instead of whole epochs
+  bool shuffle = true;
+  uint64_t seed = 0;                // shuffling, augmentation, dropout and random init
+  train::Augment augment;
+  int threads = 0;                  // 0: every core
+  AlgoOptions algo;                 // kernels of the training graph
+  std::string checkpoint;           // written after every epoch and every checkpoint_every steps
+  int64_t checkpoint_every = 0;
+  std::string resume;               // a checkpoint of this run to continue from
+  std::vector<std::string> trainable, frozen;  // initializers trained (empty: all) / never trained
+};
+
+struct TrainReport {
+  Model model;                      // the model with the trained weights (and BatchNorm statistics)
+  nlohmann::json json;              // settings, per-epoch records, the last step's, timings
+  nlohmann::json to_json() const { return json; }
+};
+
+TrainReport train(const Model& m, const TrainOptions& o, const Hooks& hooks = {});
+
+}  // namespace joule::api
