@@ -24,13 +24,13 @@ from typing import Any, Callable, Iterator, Mapping, NamedTuple, Optional, Seque
 import numpy as np
 
 from . import _joule
-from ._joule import BadInput, Error, Model, QuantizedModel, Unsupported, __version__
+from ._joule import BadInput, Error, Model, DerivedModel, Unsupported, __version__
 
 __all__ = [
     "AutoMpResult", "BadInput", "BenchResult", "CompareResult", "Error", "EvalResult", "Model", "Progress",
-    "ProfileResult", "QuantizeResult", "QuantizedModel", "Result", "SensitivityResult", "Session", "Unsupported",
-    "automp", "bench", "compare", "draw_graph", "energy_probe", "evaluate", "info", "load", "profile", "quant_plan",
-    "quantize", "sensitivity", "__version__",
+    "ProfileResult", "QuantizeResult", "DerivedModel", "Result", "SensitivityResult", "Session", "TrainResult",
+    "Unsupported", "automp", "bench", "compare", "draw_graph", "energy_probe", "evaluate", "gradients", "info", "load",
+    "profile", "quant_plan", "quantize", "sensitivity", "train", "__version__",
 ]
 
 ArrayLike = Any  # anything numpy.asarray accepts
@@ -187,7 +187,7 @@ class AutoMpResult(Result):
     layers: list
     summary: list
 
-    def __init__(self, text: str, yaml: str, model: QuantizedModel):
+    def __init__(self, text: str, yaml: str, model: DerivedModel):
         super().__init__(text)
         self.model = model
         self.yaml = yaml
@@ -199,6 +199,14 @@ class CompareResult(Result):
     @property
     def rows(self) -> list:
         return [_flat(r) for r in self._data["rows"]]
+
+
+class TrainResult(Result):
+    """How a model was trained: settings, one record per epoch (loss, train and val top-1,
+    seconds, samples/s), the last step's record."""
+
+    epochs: list
+    settings: dict
 
 
 def _options(**kw: Any) -> dict:
@@ -296,7 +304,7 @@ def quantize(model: Model, config: Config, *, calib: Optional[Data] = None, cali
              calib_cache: Optional[str] = None, eval: Optional[Data] = None, eval_samples: Optional[int] = None,
              threads: Optional[int] = None, int8: Optional[str] = None, mean: Optional[Sequence[float]] = None,
              std: Optional[Sequence[float]] = None, scale: Optional[float] = None, resize: Optional[int] = None,
-             input_shapes: Optional[Shapes] = None, progress: Optional[ProgressFn] = None) -> QuantizedModel:
+             input_shapes: Optional[Shapes] = None, progress: Optional[ProgressFn] = None) -> DerivedModel:
     """The QDQ model of a config, calibrated on `calib` (default its first 128 samples); with
     `eval`, FP32 and quantized accuracy in .report. save() writes ONNX (formats ONNX cannot
     express need save(path, allow_joule_ops=True), a file only joule loads)."""
@@ -359,6 +367,48 @@ def compare(model: Model, configs: Sequence[Config], *, calib: Data, eval: Optio
                    progress=progress)))
 
 
+def train(model: Model, data: Data, *, val: Optional[Data] = None, val_samples: Optional[int] = None,
+          loss: Optional[str] = None, optimizer: Optional[str] = None, lr: Optional[float] = None,
+          momentum: Optional[float] = None, nesterov: Optional[bool] = None, weight_decay: Optional[float] = None,
+          beta1: Optional[float] = None, beta2: Optional[float] = None, eps: Optional[float] = None,
+          clip_grad_norm: Optional[float] = None, schedule: Optional[str] = None, warmup_steps: Optional[int] = None,
+          step_size: Optional[int] = None, gamma: Optional[float] = None, min_lr: Optional[float] = None,
+          batch: Optional[int] = None, epochs: Optional[int] = None, steps: Optional[int] = None,
+          bn: Optional[str] = None, init: Optional[str] = None, shuffle: Optional[bool] = None,
+          seed: Optional[int] = None, hflip: Optional[bool] = None, crop_padding: Optional[int] = None,
+          threads: Optional[int] = None, algo: Optional[Algo] = None, checkpoint: Optional[str] = None,
+          checkpoint_every: Optional[int] = None, resume: Optional[str] = None,
+          trainable: Optional[Sequence[str]] = None, frozen: Optional[Sequence[str]] = None,
+          mean: Optional[Sequence[float]] = None, std: Optional[Sequence[float]] = None,
+          scale: Optional[float] = None, resize: Optional[int] = None, progress: Optional[ProgressFn] = None,
+          on_record: Optional[Callable[[dict], None]] = None) -> DerivedModel:
+    """Trains the model on joule's engine (defaults as `joule train`: cross_entropy, sgd lr 0.01
+    momentum 0.9, batch 32, 1 epoch, BatchNorm in training mode, the model's own weights) and
+    returns the trained model; its .report is a TrainResult. on_record(dict) receives one
+    record per step and per epoch as they happen."""
+    opts = _options(val=val, val_samples=val_samples, loss=loss, optimizer=optimizer, lr=lr, momentum=momentum,
+                    nesterov=nesterov, weight_decay=weight_decay, beta1=beta1, beta2=beta2, eps=eps,
+                    clip_grad_norm=clip_grad_norm, schedule=schedule, warmup_steps=warmup_steps,
+                    step_size=step_size, gamma=gamma, min_lr=min_lr, batch=batch, epochs=epochs, steps=steps, bn=bn,
+                    init=init, shuffle=shuffle, seed=seed, hflip=hflip, crop_padding=crop_padding, threads=threads,
+                    algo=algo, checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
+                    trainable=trainable, frozen=frozen, mean=mean, std=std, scale=scale, resize=resize,
+                    progress=progress)
+    if on_record is not None:
+        opts["on_record"] = lambda text: on_record(json.loads(text))
+    return _joule.train(model, data, **opts)
+
+
+def gradients(model: Model, inputs: Inputs, target: ArrayLike, *, loss: Optional[str] = None,
+              bn: Optional[str] = None, trainable: Optional[Sequence[str]] = None,
+              frozen: Optional[Sequence[str]] = None, threads: Optional[int] = None,
+              seed: Optional[int] = None) -> dict:
+    """One forward and backward pass, nothing updated: {"loss", "output", "grads": {initializer:
+    array}, "running_stats"} (target: int64 labels for cross_entropy, floats for mse/l1)."""
+    return _joule.gradients(model, inputs, target, **_options(loss=loss, bn=bn, trainable=trainable, frozen=frozen,
+                                                              threads=threads, seed=seed))
+
+
 def info(model: Model, *, input_shapes: Optional[Shapes] = None, after_passes: Optional[str] = None,
          plan: Optional[bool] = None, threads: Optional[int] = None, algo: Optional[Algo] = None,
          algo_file: Optional[str] = None, tuning_cache: Optional[str] = None) -> Result:
@@ -379,5 +429,12 @@ def energy_probe(powercap_root: str = "") -> Result:
     return Result(_joule.energy_probe(powercap_root))
 
 
-QuantizedModel.report = property(  # type: ignore[attr-defined]
-    lambda self: QuantizeResult(self._report), doc="How the model was made (the workflow's result).")
+def _report(self: DerivedModel) -> Result:
+    r = Result(self._report)
+    if "settings" in r and "epochs" in r:
+        return TrainResult(self._report)
+    return QuantizeResult(self._report) if "plan" in r else r
+
+
+DerivedModel.report = property(  # type: ignore[attr-defined]
+    _report, doc="How the model was made: the workflow's result (QuantizeResult, TrainResult, ...).")

@@ -71,7 +71,7 @@ def test_quantize_matches_cli_and_round_trips(model, samples, tmp_path):
                            "-o", out, "--format", "json")
     cli = json.loads(text)
     q = joule.quantize(model, W8A8, calib=str(SAMPLES), eval=str(SAMPLES))
-    assert isinstance(q, joule.Model) and isinstance(q, joule.QuantizedModel)
+    assert isinstance(q, joule.Model) and isinstance(q, joule.DerivedModel)
     rep = q.report.to_dict()
     cli.pop("output")
     for d in (cli, rep):
@@ -111,7 +111,7 @@ def test_sensitivity_automp_compare_info(model, samples, tmp_path):
     assert len(s.layers) == 6 and "metrics_all_sqnr_db" in s.layers[0]
     assert (tmp_path / "sens" / "sensitivity.svg").exists()
     a = joule.automp(model, W4A8, calib=samples[0], eval=samples, max_drop=0.0, samples=8)
-    assert a.met and isinstance(a.model, joule.QuantizedModel)
+    assert a.met and isinstance(a.model, joule.DerivedModel)
     assert "AutoMP result" in a.yaml and [r["model"] for r in a.summary] == ["fp32", "all w4a8", "automp"]
     c = joule.compare(model, [W8A8], calib=samples[0], eval=samples, runs=3, warmup=1, energy="estimate")
     assert [r["model"] for r in c.rows] == ["fp32", "w8a8"]

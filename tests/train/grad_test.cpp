@@ -271,6 +271,13 @@ TEST(Grad, DataMovement) {
         .output("y");
     check(g.build());
   }
+  GraphBuilder pad;
+  pad.init("x", rnd({2, 3, 4}, 1))
+      .init("pads", Tensor::from_vector<int64_t>({0, 1, 2, 0, 2, 0}, {6}))
+      .init("v", Tensor::scalar<double>(0.5))
+      .node("Pad", {"x", "pads", "v"}, {"y"})
+      .output("y");
+  check(pad.build(), "mse", "train", {"v"});
   GraphBuilder e;
   e.init("x", rnd({3, 1}, 1))
       .init("sh", Tensor::from_vector<int64_t>({2, 3, 4}, {3}))

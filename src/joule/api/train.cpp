@@ -221,9 +221,9 @@ TrainReport train(const Model& model, const TrainOptions& o, const Hooks& hooks)
     epoch_correct += correct(out.at(tg.output), batch->labels);
     last = {{"event", "step"}, {"step", r.step - 1}, {"epoch", epoch}, {"loss", loss}, {"lr", lr},
             {"grad_norm", norm}, {"samples_per_s", static_cast<double>(o.batch) / dt}};
-    if (hooks.record) hooks.record(last);
     const bool epoch_end = in_epoch == per_epoch - 1 || r.step == total;
-    if (o.checkpoint_every > 0 && r.step % o.checkpoint_every == 0 && !epoch_end) save();
+    if (epoch_end || (o.checkpoint_every > 0 && r.step % o.checkpoint_every == 0)) save();
+    if (hooks.record) hooks.record(last);  // after the checkpoint: a step whose record was seen is kept
     if (epoch_end) {
       nlohmann::json e = {{"event", "epoch"}, {"epoch", epoch}, {"steps", epoch_steps},
                           {"loss", epoch_loss / static_cast<double>(epoch_steps)},
@@ -241,7 +241,6 @@ TrainReport train(const Model& model, const TrainOptions& o, const Hooks& hooks)
       }
       if (hooks.record) hooks.record(e);
       rep.json["epochs"].push_back(e);
-      save();
       epoch_loss = epoch_seconds = 0;
       epoch_steps = epoch_correct = epoch_samples = 0;
     }
@@ -253,6 +252,36 @@ TrainReport train(const Model& model, const TrainOptions& o, const Hooks& hooks)
   rep.json["seconds"] = seconds_since(t_start);
   rep.model = export_model(base, r);
   return rep;
+}
+
+GradientsResult gradients(const Model& m, const GradientsOptions& o) {
+  train::TrainGraphOptions tgo;
+  tgo.loss = o.loss;
+  tgo.bn = o.bn;
+  tgo.trainable = o.trainable;
+  tgo.frozen = o.frozen;
+  for (const std::string& in : m.input_names()) {
+    auto it = o.inputs.find(in);
+    if (it == o.inputs.end()) fail("gradients: missing input '" + in + "'");
+    tgo.input_shapes[in] = it->second.shape();
+  }
+  const train::TrainGraph tg = train::build_train_graph(m.graph(), tgo);
+  PrepareOptions po = PrepareOptions::with_threads(o.threads);
+  po.passes = "none";
+  po.int8 = "simulated";
+  Prepared p = prepare(ir::Graph(tg.graph), po);
+  runtime::TensorMap in = o.inputs;
+  in[tg.target] = o.target;
+  for (const std::string& w : tg.params) in[w] = m.graph().initializers.at(w);
+  for (const auto& s : tg.state) in[s.input] = m.graph().initializers.at(s.input);
+  if (!tg.dropout_seed.empty()) in[tg.dropout_seed] = Tensor::scalar<int64_t>(static_cast<int64_t>(o.seed));
+  const runtime::TensorMap out = p.session->run(in);
+  GradientsResult r;
+  r.loss = out.at(tg.loss).value_as_double(0);
+  r.output = out.at(tg.output);
+  for (size_t i = 0; i < tg.params.size(); ++i) r.grads[tg.params[i]] = out.at(tg.grads[i]);
+  for (const auto& s : tg.state) r.running_stats[s.input] = out.at(s.output);
+  return r;
 }
 
 }  // namespace joule::api

@@ -46,4 +46,24 @@ struct TrainReport {
 
 TrainReport train(const Model& m, const TrainOptions& o, const Hooks& hooks = {});
 
+// One forward and backward pass on given data, nothing updated: the loss, the model's output and
+// the gradient of every trained weight (by initializer name). For checks against other
+// frameworks, saliency, and debugging a training setup.
+struct GradientsOptions {
+  runtime::TensorMap inputs;  // the model's inputs (their shapes fix the batch)
+  Tensor target;              // cross_entropy: int64 labels; mse/l1: float targets of the output's shape
+  std::string loss = "cross_entropy";
+  std::string bn = "train";
+  std::vector<std::string> trainable, frozen;
+  int threads = 1;
+  uint64_t seed = 0;          // dropout
+};
+struct GradientsResult {
+  double loss = 0;
+  Tensor output;
+  std::map<std::string, Tensor> grads;
+  std::map<std::string, Tensor> running_stats;  // BatchNorm's updated statistics (bn train)
+};
+GradientsResult gradients(const Model& m, const GradientsOptions& o);
+
 }  // namespace joule::api

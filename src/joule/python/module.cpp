@@ -18,6 +18,7 @@
 #include "joule/api/profile.h"
 #include "joule/api/quantize.h"
 #include "joule/api/run.h"
+#include "joule/api/train.h"
 #include "joule/core/error.h"
 #include "joule/python/convert.h"
 
@@ -145,7 +146,7 @@ api::QuantOptions quant_options(Kwargs& k) {
 }
 
 // quantize() and automp() return models that carry their report.
-struct QuantizedModel : api::Model {
+struct DerivedModel : api::Model {
   std::string report;
 };
 
@@ -203,8 +204,8 @@ PYBIND11_MODULE(_joule, m) {
       .def("__repr__", [](const api::Model& x) {
         return "<joule.Model " + x.name() + ": " + std::to_string(x.graph().nodes.size()) + " nodes>";
       });
-  py::class_<QuantizedModel, api::Model>(m, "QuantizedModel", "A model made by quantize() or automp().")
-      .def_readonly("_report", &QuantizedModel::report);
+  py::class_<DerivedModel, api::Model>(m, "DerivedModel", "A model a workflow made (quantize, automp, train).")
+      .def_readonly("_report", &DerivedModel::report);
 
   m.def("load", [](py::object src, const std::string& name) {
     if (py::isinstance<py::bytes>(src)) {
@@ -323,7 +324,7 @@ PYBIND11_MODULE(_joule, m) {
     py::object progress = k.take("progress");
     k.finish();
     api::QuantizeResult r = without_gil(progress, [&](const api::Hooks& h) { return api::quantize(model, o, h); });
-    QuantizedModel q{r.model, dump(r.to_json())};
+    DerivedModel q{r.model, dump(r.to_json())};
     return q;
   }, py::arg("model"));
 
@@ -360,7 +361,7 @@ PYBIND11_MODULE(_joule, m) {
     py::object progress = k.take("progress");
     k.finish();
     api::AutoMpReport r = without_gil(progress, [&](const api::Hooks& h) { return api::automp(model, o, h); });
-    return py::make_tuple(dump(r.to_json()), r.yaml, QuantizedModel{r.model, dump(r.to_json())});
+    return py::make_tuple(dump(r.to_json()), r.yaml, DerivedModel{r.model, dump(r.to_json())});
   }, py::arg("model"));
 
   m.def("compare", [](const api::Model& model, py::kwargs kw) {
@@ -377,6 +378,82 @@ PYBIND11_MODULE(_joule, m) {
     k.finish();
     return dump(without_gil(progress, [&](const api::Hooks& h) { return api::compare(model, o, h); }).to_json());
   }, py::arg("model"));
+
+  m.def("train", [](const api::Model& model, py::object data, py::kwargs kw) {
+    Kwargs k("train", kw);
+    api::TrainOptions o;
+    o.data = to_data(data, "data");
+    k.data("val", o.val);
+    k.get("val_samples", o.val_samples);
+    k.preprocess(o.preprocess);
+    k.get("loss", o.loss);
+    k.get("bn", o.bn);
+    k.get("init", o.init);
+    k.get("optimizer", o.optimizer.name);
+    k.get("lr", o.optimizer.lr);
+    k.get("momentum", o.optimizer.momentum);
+    k.get("nesterov", o.optimizer.nesterov);
+    k.get("weight_decay", o.optimizer.weight_decay);
+    k.get("beta1", o.optimizer.beta1);
+    k.get("beta2", o.optimizer.beta2);
+    k.get("eps", o.optimizer.eps);
+    k.get("clip_grad_norm", o.optimizer.clip_grad_norm);
+    k.get("schedule", o.schedule.name);
+    k.get("warmup_steps", o.schedule.warmup_steps);
+    k.get("step_size", o.schedule.step_size);
+    k.get("gamma", o.schedule.gamma);
+    k.get("min_lr", o.schedule.min_lr);
+    k.get("batch", o.batch);
+    k.get("epochs", o.epochs);
+    k.get("steps", o.steps);
+    if (o.steps > 0) o.epochs = 0;
+    k.get("shuffle", o.shuffle);
+    k.get("seed", o.seed);
+    k.get("hflip", o.augment.hflip);
+    k.get("crop_padding", o.augment.crop_padding);
+    k.get("threads", o.threads);
+    k.strings("algo", o.algo.rules);
+    k.get("checkpoint", o.checkpoint);
+    k.get("checkpoint_every", o.checkpoint_every);
+    k.get("resume", o.resume);
+    k.strings("trainable", o.trainable);
+    k.strings("frozen", o.frozen);
+    py::object progress = k.take("progress"), on_record = k.take("on_record");
+    k.finish();
+    api::TrainReport r = without_gil(progress, [&](api::Hooks h) {
+      if (!on_record.is_none())
+        h.record = [&on_record](const nlohmann::json& j) {
+          py::gil_scoped_acquire gil;
+          on_record(j.dump());
+        };
+      return api::train(model, o, h);
+    });
+    return DerivedModel{r.model, dump(r.to_json())};
+  }, py::arg("model"), py::arg("data"));
+
+  m.def("gradients", [](const api::Model& model, py::object inputs, py::object target, py::kwargs kw) {
+    Kwargs k("gradients", kw);
+    api::GradientsOptions o;
+    o.inputs = to_inputs(inputs, model.input_names());
+    o.target = to_tensor(target, "target");
+    k.get("loss", o.loss);
+    k.get("bn", o.bn);
+    k.strings("trainable", o.trainable);
+    k.strings("frozen", o.frozen);
+    k.get("threads", o.threads);
+    k.get("seed", o.seed);
+    k.finish();
+    api::GradientsResult r = without_gil(py::none(), [&](const api::Hooks&) { return api::gradients(model, o); });
+    py::dict grads, stats;
+    for (auto& [name, t] : r.grads) grads[py::str(name)] = to_array(t);
+    for (auto& [name, t] : r.running_stats) stats[py::str(name)] = to_array(t);
+    py::dict d;
+    d["loss"] = r.loss;
+    d["output"] = to_array(r.output);
+    d["grads"] = grads;
+    d["running_stats"] = stats;
+    return d;
+  }, py::arg("model"), py::arg("inputs"), py::arg("target"));
 
   m.def("info", [](const api::Model& model, py::kwargs kw) {
     Kwargs k("info", kw);

@@ -79,6 +79,35 @@ void gather_rule(GradContext& c) {
                      {{"input_shape", c.b.shape(c.in(0))}, {"axis", axis_of(c, c.in(0), 0)}}, "joule");
 }
 
+// Constant-mode Pad with pads >= 0: the gradient is dY without the padding.
+void pad_rule(GradContext& c) {
+  if (c.node.attr_string("mode", "constant") != "constant")
+    fail_unsupported(c.node.where() + ": the gradient of Pad in mode '" + c.node.attr_string("mode", "") + "'");
+  const Shape xs = c.b.shape(c.in(0));
+  const int64_t r = static_cast<int64_t>(xs.size());
+  std::vector<int64_t> pads = c.b.graph().opset("") >= 11 ? constant_ints(c, 1) : c.node.attr_ints("pads");
+  std::vector<int64_t> axes = constant_ints(c, 3);
+  if (axes.empty())
+    for (int64_t i = 0; i < r; ++i) axes.push_back(i);
+  if (pads.size() != 2 * axes.size()) fail(c.node.where() + ": pads do not match the axes");
+  std::vector<int64_t> starts, ends, ax;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t a = axes[i] < 0 ? axes[i] + r : axes[i];
+    if (pads[i] < 0 || pads[i + axes.size()] < 0) fail_unsupported(c.node.where() + ": the gradient of a negative pad");
+    if (pads[i] == 0 && pads[i + axes.size()] == 0) continue;
+    starts.push_back(pads[i]);
+    ends.push_back(pads[i] + xs[static_cast<size_t>(a)]);
+    ax.push_back(a);
+  }
+  if (ax.empty()) {
+    c.dx[0] = c.dy[0];
+  } else if (c.b.graph().opset("") >= 10) {
+    c.dx[0] = c.b.add1("Slice", {c.dy[0], c.b.ints(starts), c.b.ints(ends), c.b.ints(ax)});
+  } else {
+    c.dx[0] = c.b.add1("Slice", {c.dy[0]}, {{"starts", starts}, {"ends", ends}, {"axes", ax}});
+  }
+}
+
 void expand_rule(GradContext& c) { c.dx[0] = c.b.sum_to(c.dy[0], c.b.shape(c.in(0))); }
 
 // ReduceSum / ReduceMean: the gradient spread back over the reduced axes.
@@ -114,6 +143,7 @@ const std::vector<GradDef>& tensor_grads() {
       {"", "Transpose", transpose_rule}, {"", "Concat", concat_rule},
       {"", "Split", split_rule},         {"", "Slice", slice_rule},
       {"", "Gather", gather_rule},       {"", "Expand", expand_rule},
+      {"", "Pad", pad_rule},
       {"", "ReduceSum", reduce_rule<false>}, {"", "ReduceMean", reduce_rule<true>},
   };
   return rules;

@@ -132,6 +132,9 @@ TrainGraph build_train_graph(const ir::Graph& model, const TrainGraphOptions& o)
     g.inputs.push_back(s.input);
   }
 
+  // Constant subgraphs (shape computations, Constant nodes) folded into initializers now that
+  // nothing computed from a trained weight is constant any more: rules read them as constants.
+  passes::run_pipeline(g, {"fold_constants"});
   passes::infer_shapes(g);  // the training ops' outputs
   add_loss(g, t, o.loss);
   const std::map<std::string, std::string> grads = build_backward(g, t.loss, t.params);
