@@ -113,10 +113,11 @@ TrainReport train(const Model& model, const TrainOptions& o, const Hooks& hooks)
   if (model.input_names().size() != 1) fail("training: the model has " + std::to_string(model.input_names().size()) +
                                             " inputs; training feeds single-input models");
   Model base = model;
-  if (o.init == "random") {
+  {
     ir::Graph g = model.graph();
-    train::initialize_weights(g, o.seed);
-    base = model.derived(std::move(g), model.name());
+    const bool untied = train::untie_initializers(g) > 0;
+    if (o.init == "random") train::initialize_weights(g, o.seed);
+    if (untied || o.init == "random") base = model.derived(std::move(g), model.name());
   }
   std::string how;
   const std::unique_ptr<data::Dataset> data = open_data(o.data, base, o.preprocess, &how);
@@ -254,7 +255,10 @@ TrainReport train(const Model& model, const TrainOptions& o, const Hooks& hooks)
   return rep;
 }
 
-GradientsResult gradients(const Model& m, const GradientsOptions& o) {
+GradientsResult gradients(const Model& model, const GradientsOptions& o) {
+  ir::Graph untied = model.graph();
+  train::untie_initializers(untied);
+  const Model m = model.derived(std::move(untied), model.name());
   train::TrainGraphOptions tgo;
   tgo.loss = o.loss;
   tgo.bn = o.bn;

@@ -32,6 +32,30 @@ void check_vec(const ir::Node& node, const Tensor& t, int64_t c, const char* wha
     fail(node.where() + ": " + what + " " + t.describe() + " must be [" + std::to_string(c) + "]");
 }
 
+// Sum of a row, and of (x - c)^2 / (x - c) * y: accumulated in T over one row (vectorised), the
+// rows in double by the callers.
+template <class T>
+inline double row_sum(const T* x, int64_t n) {
+  T s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t i = 0; i < n; ++i) s += x[i];
+  return static_cast<double>(s);
+}
+template <class T>
+inline double row_sq_dev(const T* x, int64_t n, T c) {
+  T s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t i = 0; i < n; ++i) s += (x[i] - c) * (x[i] - c);
+  return static_cast<double>(s);
+}
+template <class T>
+inline double row_dot_dev(const T* y, const T* x, int64_t n, T c) {
+  T s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t i = 0; i < n; ++i) s += y[i] * (x[i] - c);
+  return static_cast<double>(s);
+}
+
 void infer_bn_train(InferContext& c) {
   c.out(0) = c.in(0);
   for (size_t i = 1; i < c.output_types.size(); ++i) c.out(i) = c.in(3);
@@ -57,18 +81,9 @@ void run_bn_train(KernelContext& c) {
     parallel_or_serial(c.pool, d.c, [&](int64_t begin, int64_t end) {
       for (int64_t ch = begin; ch < end; ++ch) {
         double s = 0, ss = 0;
-        for (int64_t n = 0; n < d.n; ++n) {
-          const T* p = x + (n * d.c + ch) * d.plane;
-          for (int64_t i = 0; i < d.plane; ++i) s += static_cast<double>(p[i]);
-        }
+        for (int64_t n = 0; n < d.n; ++n) s += row_sum(x + (n * d.c + ch) * d.plane, d.plane);
         const double mean = s / static_cast<double>(m);
-        for (int64_t n = 0; n < d.n; ++n) {
-          const T* p = x + (n * d.c + ch) * d.plane;
-          for (int64_t i = 0; i < d.plane; ++i) {
-            const double v = static_cast<double>(p[i]) - mean;
-            ss += v * v;
-          }
-        }
+        for (int64_t n = 0; n < d.n; ++n) ss += row_sq_dev(x + (n * d.c + ch) * d.plane, d.plane, static_cast<T>(mean));
         const double var = ss / static_cast<double>(m), inv = 1.0 / std::sqrt(var + eps);
         const T a = static_cast<T>(inv * static_cast<double>(sc[ch]));
         const T bb = static_cast<T>(static_cast<double>(b[ch]) - mean * inv * static_cast<double>(sc[ch]));
@@ -114,26 +129,20 @@ void run_bn_grad(KernelContext& c) {
         double sdy = 0, sdyx = 0;
         for (int64_t n = 0; n < d.n; ++n) {
           const int64_t o = (n * d.c + ch) * d.plane;
-          for (int64_t i = 0; i < d.plane; ++i) {
-            const double g = static_cast<double>(dy[o + i]);
-            sdy += g;
-            sdyx += g * (static_cast<double>(x[o + i]) - mean) * inv;
-          }
+          sdy += row_sum(dy + o, d.plane);
+          sdyx += row_dot_dev(dy + o, x + o, d.plane, static_cast<T>(mean));
         }
+        sdyx *= inv;  // sum dY * xhat
         dsc[ch] = static_cast<T>(sdyx);
         db[ch] = static_cast<T>(sdy);
         const double k = static_cast<double>(sc[ch]) * inv;
+        // training: dX = k/m (m dY - sum dY - xhat sum(dY xhat)) = a dY + b X + c; frozen: k dY.
+        const T a = static_cast<T>(k);
+        const T b = training ? static_cast<T>(-k / m * inv * sdyx) : T(0);
+        const T cc = training ? static_cast<T>(-k / m * sdy + k / m * inv * sdyx * mean) : T(0);
         for (int64_t n = 0; n < d.n; ++n) {
           const int64_t o = (n * d.c + ch) * d.plane;
-          if (training) {
-            const double a = k / m;
-            for (int64_t i = 0; i < d.plane; ++i) {
-              const double xhat = (static_cast<double>(x[o + i]) - mean) * inv;
-              dx[o + i] = static_cast<T>(a * (m * static_cast<double>(dy[o + i]) - sdy - xhat * sdyx));
-            }
-          } else {
-            for (int64_t i = 0; i < d.plane; ++i) dx[o + i] = static_cast<T>(k * static_cast<double>(dy[o + i]));
-          }
+          for (int64_t i = 0; i < d.plane; ++i) dx[o + i] = a * dy[o + i] + b * x[o + i] + cc;
         }
       }
     });

@@ -32,6 +32,30 @@ void run_max(KernelContext& c) {
     Tensor& out = c.output(0, X.dtype(), X.shape());
     T* dx = out.template data<T>();
     const int64_t in_plane = p.in_size(), out_plane = p.out_size();
+    if (Pool2D::applies(p)) {  // the windows clipped once per row and column
+      const Pool2D w(p);
+      parallel_or_serial(c.pool, X.dim(0) * X.dim(1), [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t) {
+          const T *xp = x + t * in_plane, *g = dy + t * out_plane;
+          T* dxp = dx + t * in_plane;
+          std::fill(dxp, dxp + in_plane, T(0));
+          for (size_t i = 0; i < w.rows.size(); ++i)
+            for (size_t j = 0; j < w.cols.size(); ++j) {
+              const Pool2D::Range &r = w.rows[i], &cl = w.cols[j];
+              int64_t best = -1;
+              for (int64_t a = 0; a < r.count; ++a) {
+                const int64_t row = (r.first + a * w.step_h) * p.in[2] + cl.first;
+                for (int64_t b = 0; b < cl.count; ++b) {
+                  const int64_t k = row + b * w.step_w;
+                  if (best < 0 || xp[k] > xp[best]) best = k;
+                }
+              }
+              if (best >= 0) dxp[best] += g[i * w.cols.size() + j];
+            }
+        }
+      });
+      return;
+    }
     for_each_pool_window(p, X.dim(0) * X.dim(1), c.pool, [&](int64_t t, int64_t o, const PoolWindow& w) {
       const T* xp = x + t * in_plane;
       T* dxp = dx + t * in_plane;
@@ -86,6 +110,28 @@ void run_avg(KernelContext& c) {
     check_dy(c.node, dY, ys);
     const bool include_pad = c.node.attr_int("count_include_pad", 0) != 0;
     const int64_t out_plane = p.out_size();
+    if (Pool2D::applies(p)) {
+      const Pool2D w(p);
+      parallel_or_serial(c.pool, planes, [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t) {
+          const T* g = dy + t * out_plane;
+          T* dxp = dx + t * in_plane;
+          std::fill(dxp, dxp + in_plane, T(0));
+          for (size_t i = 0; i < w.rows.size(); ++i)
+            for (size_t j = 0; j < w.cols.size(); ++j) {
+              const Pool2D::Range &r = w.rows[i], &cl = w.cols[j];
+              const int64_t n = include_pad ? r.padded * cl.padded : r.count * cl.count;
+              if (n == 0) continue;
+              const T v = g[i * w.cols.size() + j] / static_cast<T>(n);
+              for (int64_t a = 0; a < r.count; ++a) {
+                T* row = dxp + (r.first + a * w.step_h) * p.in[2] + cl.first;
+                for (int64_t b = 0; b < cl.count; ++b) row[b * w.step_w] += v;
+              }
+            }
+        }
+      });
+      return;
+    }
     for_each_pool_window(p, planes, c.pool, [&](int64_t t, int64_t o, const PoolWindow& w) {
       T* dxp = dx + t * in_plane;
       if (o == 0) std::fill(dxp, dxp + in_plane, T(0));

@@ -91,6 +91,31 @@ void for_each_pool_window(const SpatialPlan& p, int64_t planes, ThreadPool* pool
   parallel_or_serial(pool, planes, body);
 }
 
+// A pool over at most 2 spatial dims (p.in[0] == 1 and p.k[0] == 1) with each output row's and
+// column's window clipped to the input once, instead of per output: along each dim, output
+// position o covers input positions first + t * step for t in [0, count), and `padded` of its
+// taps lie inside the padded input (count_include_pad).
+struct Pool2D {
+  struct Range {
+    int64_t first, count, padded;
+  };
+  std::vector<Range> rows, cols;
+  int64_t step_h = 1, step_w = 1;
+  static bool applies(const SpatialPlan& p) { return p.in[0] == 1 && p.k[0] == 1 && p.out[0] == 1; }
+  explicit Pool2D(const SpatialPlan& p) : step_h(p.d[1]), step_w(p.d[2]) {
+    for (int j = 1; j <= 2; ++j) {
+      std::vector<Range>& v = j == 1 ? rows : cols;
+      for (int64_t o = 0; o < p.out[j]; ++o) {
+        const int64_t start = o * p.s[j] - p.pb[j];
+        const int64_t k0 = std::max<int64_t>(0, ceil_div(-start, p.d[j]));
+        const int64_t k1 = std::min<int64_t>(p.k[j], floor_div(p.in[j] - 1 - start, p.d[j]) + 1);
+        const int64_t q1 = std::min<int64_t>(p.k[j], floor_div(p.in[j] + p.pe[j] - 1 - start, p.d[j]) + 1);
+        v.push_back({start + k0 * p.d[j], std::max<int64_t>(0, k1 - k0), std::max<int64_t>(0, q1)});
+      }
+    }
+  }
+};
+
 // Cost of a windowed pool: one flop per visited kernel cell.
 inline Cost pool_cost(const CostContext& c) {
   Cost r;

@@ -89,6 +89,25 @@ void add_loss(ir::Graph& g, TrainGraph& t, const std::string& loss) {
 
 }  // namespace
 
+size_t untie_initializers(ir::Graph& g) {
+  size_t n = 0;
+  for (auto it = g.nodes.begin(); it != g.nodes.end();) {
+    const ir::Node& node = **it;
+    auto init = node.inputs.empty() ? g.initializers.end() : g.initializers.find(node.inputs[0]);
+    if (!node.domain.empty() || node.op_type != "Identity" || init == g.initializers.end() ||
+        !is_floating(init->second.dtype()) || contains(g.outputs, node.outputs[0])) {
+      ++it;
+      continue;
+    }
+    g.initializers[node.outputs[0]] = init->second.clone();
+    g.types[node.outputs[0]] = ir::TensorType::of(init->second.dtype(), init->second.shape());
+    it = g.nodes.erase(it);
+    ++n;
+  }
+  if (n) g.remove_dead_nodes();
+  return n;
+}
+
 TrainGraph build_train_graph(const ir::Graph& model, const TrainGraphOptions& o) {
   if (o.bn != "train" && o.bn != "frozen") fail("training: bn '" + o.bn + "' (train or frozen)");
   TrainGraph t;

@@ -38,6 +38,12 @@ struct TrainGraph {
   std::vector<std::string> unused;   // float initializers the loss does not depend on (kept constant)
 };
 
+// The model with every Identity of a float initializer replaced by an initializer of its own
+// (a copy, named as the Identity's output): PyTorch's exporter stores equal parameters once (all
+// LayerNorm scales of ones, all BatchNorm running means of zeros) behind such Identities, and
+// training them shared would tie weights the model never tied. Returns how many were untied.
+size_t untie_initializers(ir::Graph& g);
+
 // Throws BadInput for an unknown loss/bn mode, a trainable name that is no float initializer, a
 // model output that does not fit the loss; Unsupported listing every op without a gradient rule.
 TrainGraph build_train_graph(const ir::Graph& model, const TrainGraphOptions& o);
