@@ -1,6 +1,7 @@
-// BatchNormalization, inference mode: Y = (X - mean) / sqrt(var + epsilon) * scale + B per
-// channel (dim 1). Training mode (training_mode=1, or the extra statistics outputs of older
-// opsets) is not supported.
+// BatchNormalization: Y = (X - mean) / sqrt(var + epsilon) * scale + B per channel (dim 1);
+// with training_mode=1 (opset 14+) the batch's statistics, and the running ones updated as
+// outputs 1 and 2 (ONNX: old * momentum + batch * (1 - momentum), variance biased). The extra
+// statistics outputs of the opsets before 14 are not supported.
 #include <cmath>
 
 #include "joule/ops/nn_util.h"
@@ -9,11 +10,12 @@ namespace joule::ops {
 namespace {
 
 std::string check(const ir::Node& n, int64_t opset) {
-  if (n.attr_int("training_mode", 0) != 0) return "training_mode=1 (only inference is supported)";
-  for (size_t i = 1; i < n.outputs.size(); ++i)
+  const bool training = n.attr_int("training_mode", 0) != 0;
+  if (training && opset < 14) return "training_mode before opset 14";
+  for (size_t i = training ? 3 : 1; i < n.outputs.size(); ++i)
     if (!n.outputs[i].empty())
       return "output " + std::to_string(i) +
-             " (running statistics are only produced in training mode)";
+             (training ? " (opset 14 and later have three outputs)" : " (running statistics are only produced in training mode)");
   if (opset < 9 && n.attr_int("spatial", 1) == 0) return "spatial=0";
   return "";
 }
@@ -65,6 +67,10 @@ void bn_kernel(const Tensor& X, const std::vector<double>& a, const std::vector<
 void run(KernelContext& c) {
   check_or_fail(c.node, c.opset);
   if (run_half_as_float(c, run)) return;
+  if (c.node.attr_int("training_mode", 0) != 0) {  // ONNX: momentum is the share of the old value
+    nn::batch_norm_training(c, 1.0 - c.node.attr_float("momentum", 0.9f), false);
+    return;
+  }
   const Tensor& X = c.in(0);
   if (X.rank() < 2) fail(c.node.where() + ": input rank must be >= 2, got " + X.describe());
   const int64_t C = X.dim(1);

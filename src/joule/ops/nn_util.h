@@ -56,4 +56,10 @@ struct FusedActivation {
   }
 };
 
+// BatchNorm with batch statistics (norm_grad.cpp): outputs Y, the updated running mean and
+// variance (new = (1 - batch_momentum) old + batch_momentum batch; the variance unbiased, as
+// PyTorch keeps it, or biased, as ONNX's training mode does), and when the node has them the
+// batch mean and 1/sqrt(var + epsilon).
+void batch_norm_training(KernelContext& c, double batch_momentum, bool unbiased_running_var);
+
 }  // namespace joule::ops::nn

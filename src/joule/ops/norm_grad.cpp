@@ -61,11 +61,15 @@ void infer_bn_train(InferContext& c) {
   for (size_t i = 1; i < c.output_types.size(); ++i) c.out(i) = c.in(3);
 }
 
-void run_bn_train(KernelContext& c) {
+void run_bn_train(KernelContext& c) { nn::batch_norm_training(c, c.node.attr_float("momentum", 0.1f), true); }
+
+}  // namespace
+
+void nn::batch_norm_training(KernelContext& c, double mom, bool unbiased) {
   const Tensor& X = c.in(0);
   const NC d = nc_of(c.node, X);
   for (size_t i = 1; i < 5; ++i) check_vec(c.node, c.in(i), d.c, "statistics input");
-  const double eps = c.node.attr_float("epsilon", 1e-5f), mom = c.node.attr_float("momentum", 0.1f);
+  const double eps = c.node.attr_float("epsilon", 1e-5f);
   const int64_t m = d.n * d.plane;
   if (m < 2) fail(c.node.where() + ": batch statistics need more than one value per channel, got " + X.describe());
   visit_floating(X.dtype(), c.node.where(), [&](auto tag) {
@@ -76,8 +80,9 @@ void run_bn_train(KernelContext& c) {
     T* y = c.output(0, X.dtype(), X.shape()).template data<T>();
     T* nm = c.output(1, X.dtype(), {d.c}).template data<T>();
     T* nv = c.output(2, X.dtype(), {d.c}).template data<T>();
-    T* sm = c.output(3, X.dtype(), {d.c}).template data<T>();
-    T* si = c.output(4, X.dtype(), {d.c}).template data<T>();
+    Tensor saved_mean(X.dtype(), {d.c}), saved_inv(X.dtype(), {d.c});
+    T* sm = c.outputs.size() > 3 ? c.output(3, X.dtype(), {d.c}).template data<T>() : saved_mean.template data<T>();
+    T* si = c.outputs.size() > 4 ? c.output(4, X.dtype(), {d.c}).template data<T>() : saved_inv.template data<T>();
     parallel_or_serial(c.pool, d.c, [&](int64_t begin, int64_t end) {
       for (int64_t ch = begin; ch < end; ++ch) {
         double s = 0, ss = 0;
@@ -94,13 +99,15 @@ void run_bn_train(KernelContext& c) {
         }
         nm[ch] = static_cast<T>((1 - mom) * static_cast<double>(rm[ch]) + mom * mean);
         nv[ch] = static_cast<T>((1 - mom) * static_cast<double>(rv[ch]) +
-                                mom * var * static_cast<double>(m) / static_cast<double>(m - 1));
+                                mom * (unbiased ? var * static_cast<double>(m) / static_cast<double>(m - 1) : var));
         sm[ch] = static_cast<T>(mean);
         si[ch] = static_cast<T>(inv);
       }
     });
   });
 }
+
+namespace {
 
 void infer_bn_grad(InferContext& c) {
   c.out(0) = c.in(1);
