@@ -29,8 +29,8 @@ from ._joule import BadInput, Error, Model, DerivedModel, Unsupported, __version
 __all__ = [
     "AutoMpResult", "BadInput", "BenchResult", "CompareResult", "Error", "EvalResult", "Model", "Progress",
     "ProfileResult", "QuantizeResult", "DerivedModel", "Result", "SensitivityResult", "Session", "TrainResult",
-    "Unsupported", "automp", "bench", "compare", "draw_graph", "energy_probe", "evaluate", "gradients", "info", "load",
-    "profile", "quant_plan", "quantize", "sensitivity", "train", "__version__",
+    "Unsupported", "automp", "bench", "compare", "draw_graph", "energy_probe", "evaluate", "finetune", "gradients",
+    "info", "load", "profile", "qat", "quant_plan", "quantize", "sensitivity", "train", "__version__",
 ]
 
 ArrayLike = Any  # anything numpy.asarray accepts
@@ -367,6 +367,45 @@ def compare(model: Model, configs: Sequence[Config], *, calib: Data, eval: Optio
                    progress=progress)))
 
 
+_TRAIN_DOC = """The training options, as joule train's flags: val, val_samples, loss (cross_entropy, mse,
+    l1), optimizer (sgd, adam, adamw), lr, momentum, nesterov, weight_decay, beta1, beta2, eps,
+    clip_grad_norm, schedule (constant, step, cosine), warmup_steps, step_size, gamma, min_lr,
+    batch, epochs, steps, bn (train, frozen), init (keep, random), shuffle, seed, hflip,
+    crop_padding, threads, algo, checkpoint, checkpoint_every, resume, trainable, frozen, mean,
+    std, scale, resize; progress(Progress) and on_record(dict) as they happen."""
+
+
+def _train_like(fn: Callable, model: Model, data: Data, options: dict,
+                on_record: Optional[Callable[[dict], None]]) -> DerivedModel:
+    opts = _options(**options)
+    if on_record is not None:
+        opts["on_record"] = lambda text: on_record(json.loads(text))
+    return fn(model, data, **opts)
+
+
+def finetune(model: Model, data: Data, *, rank: int = 4, target: Optional[str] = None,
+             types: Optional[Sequence[str]] = None, alpha: Optional[float] = None,
+             on_record: Optional[Callable[[dict], None]] = None, **training: Any) -> DerivedModel:
+    """LoRA: rank-`rank` adapters on the MatMul/Gemm/Conv layers whose names match the regex
+    `target` (types: which op types), only they trained, then merged into the weights. The
+    report's "lora" names the adapted layers. """ + _TRAIN_DOC
+    return _train_like(_joule.finetune, model, data, dict(training, rank=rank, target=target, types=types,
+                                                          alpha=alpha), on_record)
+
+
+def qat(model: Model, data: Data, config: Config, *, method: Optional[str] = None,
+        calib: Optional[Data] = None, calib_samples: Optional[int] = None, eval: Optional[Data] = None,
+        eval_samples: Optional[int] = None, int8: Optional[str] = None,
+        on_record: Optional[Callable[[dict], None]] = None, **training: Any) -> DerivedModel:
+    """Quantization-aware training from a quantization config: method ste (scales fixed), lsq
+    (learned step size, the default) or pact (learned clipping); calibration on `calib` (default
+    the training data); the result exported as quantize exports (ONNX QDQ for 8-bit integers).
+    With `eval`, the report's "qat" has FP32, post-training and QAT top-1. """ + _TRAIN_DOC
+    return _train_like(_joule.qat, model, data, dict(training, config=_config(config), method=method, calib=calib,
+                                                     calib_samples=calib_samples, eval=eval,
+                                                     eval_samples=eval_samples, int8=int8), on_record)
+
+
 def train(model: Model, data: Data, *, val: Optional[Data] = None, val_samples: Optional[int] = None,
           loss: Optional[str] = None, optimizer: Optional[str] = None, lr: Optional[float] = None,
           momentum: Optional[float] = None, nesterov: Optional[bool] = None, weight_decay: Optional[float] = None,
@@ -431,7 +470,7 @@ def energy_probe(powercap_root: str = "") -> Result:
 
 def _report(self: DerivedModel) -> Result:
     r = Result(self._report)
-    if "settings" in r and "epochs" in r:
+    if "settings" in r and "last_step" in r:
         return TrainResult(self._report)
     return QuantizeResult(self._report) if "plan" in r else r
 

@@ -210,3 +210,36 @@ def test_train_reports_epochs_and_the_model_improves():
     assert r.epochs[-1]["loss"] < r.epochs[0]["loss"]
     assert r.epochs[-1]["val_top1"] > before + 0.5
     assert joule.evaluate(t, (images, shifted)).top1 == r.epochs[-1]["val_top1"]
+
+
+def test_lora_finetune_trains_adapters_only(tmp_path):
+    gen = torch.Generator().manual_seed(4)
+    torch.manual_seed(4)
+    net = TinyTransformer()
+    randomise_bn(net, gen)
+    x = torch.randn(32, 1, 16, 16, generator=gen).numpy()
+    y = torch.randint(0, 4, (32,), generator=gen).numpy()
+    m = export(net, torch.from_numpy(x[:8]), tmp_path / "t.onnx", opset=17)
+    t = joule.finetune(m, (x, y), rank=2, batch=8, epochs=4, lr=0.05, threads=1)
+    r = t.report
+    assert r.lora["rank"] == 2 and len(r.lora["layers"]) >= 4, r.lora
+    assert 0 < r.trained_values < r.model_values
+    assert r.epochs[-1]["loss"] < r.epochs[0]["loss"]
+    assert t.num_nodes == joule.load(tmp_path / "t.onnx").num_nodes  # merged: the model's own graph
+    with pytest.raises(joule.BadInput, match="no node to adapt"):
+        joule.finetune(m, (x, y), rank=2, target="no such layer", steps=1, batch=8)
+
+
+def test_qat_exports_an_integer_model():
+    from conftest import W8A8
+    m = joule.load("default")
+    data = (np.load(SAMPLES), np.load(MODELS / "fashion_cnn_sample_labels.npy"))
+    q = joule.qat(m, data, W8A8, steps=2, batch=8, optimizer="adamw", lr=1e-4, eval=data, threads=1)
+    r = q.report
+    assert isinstance(r, joule.TrainResult) and r.qat["method"] == "lsq"
+    assert r.qat["fp32_top1"] == 1.0 and 0.5 <= r.qat["qat_top1"] <= 1.0
+    ops = {h["op"]: h["count"] for h in joule.info(q).op_histogram}
+    assert ops.get("QuantizeLinear") == 6 and ops.get("DequantizeLinear") == 12 and "FakeQuant" not in ops
+    assert joule.evaluate(q, data).top1 == r.qat["qat_top1"]
+    plan = joule.Session(q, threads=1).plan
+    assert plan.algorithms.get("onednn_int8", 0) >= 5, plan.algorithms

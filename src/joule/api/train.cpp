@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <filesystem>
 #include <cmath>
 
 #include "joule/api/evaluate.h"
@@ -253,6 +254,96 @@ TrainReport train(const Model& model, const TrainOptions& o, const Hooks& hooks)
   rep.json["seconds"] = seconds_since(t_start);
   rep.model = export_model(base, r);
   return rep;
+}
+
+TrainReport finetune(const Model& model, const FinetuneOptions& o, const Hooks& hooks) {
+  if (o.train.init != "keep") fail("finetune: LoRA adapts the model's own weights (init keep)");
+  if (!o.train.trainable.empty()) fail("finetune: LoRA trains its adapters only (no trainable list)");
+  ir::Graph g = model.graph();
+  train::untie_initializers(g);
+  const train::LoraGraph lora = train::add_lora(g, o.lora);
+  TrainOptions t = o.train;
+  t.trainable = lora.trainable();
+  TrainReport r = train(model.derived(lora.graph, model.name()), t, hooks);
+  train::LoraGraph trained = lora;
+  trained.graph = r.model.graph();
+  r.model = model.derived(train::merge_lora(g, trained), model.name() + "_lora");
+  nlohmann::json layers = nlohmann::json::array();
+  for (const train::LoraAdapter& a : lora.adapters) layers.push_back(a.node);
+  r.json["lora"] = {{"rank", o.lora.rank}, {"scale", lora.adapters.front().scale}, {"layers", layers},
+                    {"target", o.lora.target}, {"types", o.lora.types}};
+  r.json["model_values"] = g.parameter_count();
+  return r;
+}
+
+TrainReport qat(const Model& model, const QatOptions& o, const Hooks& hooks) {
+  if (o.method != "ste" && o.method != "lsq" && o.method != "pact")
+    fail("qat: method '" + o.method + "' (ste, lsq or pact)");
+  if (o.train.init != "keep") fail("qat: quantization-aware training starts from the model's weights (init keep)");
+  QuantOptions qo = o.quant;
+  if (qo.calib.empty()) qo.calib = o.train.data;
+  qo.preprocess = o.train.preprocess;
+  QuantModel q = plan_model(model, qo, qo.config);
+  calibrate(q, qo, hooks);
+  std::vector<std::string> scales;
+  quant::QdqOptions sim;
+  sim.fake_quant = true;
+  sim.qat_method = o.method;
+  sim.scale_names = &scales;
+  TrainOptions t = o.train;
+  ir::Graph sim_graph = quant::insert_qdq(q.graph, q.plan, sim);
+  // Learned scales train as their logarithm (scale = Exp(log scale), as TQT trains log2
+  // thresholds): an optimizer step then changes a scale by a ratio, never past zero, whatever
+  // its magnitude (Adam's steps are about the learning rate in size).
+  std::vector<std::string> log_scales(scales.size());
+  for (size_t i = 0; i < scales.size(); ++i) {
+    if (scales[i].empty()) continue;
+    if (o.method == "ste") {
+      t.frozen.push_back(scales[i]);
+      continue;
+    }
+    Tensor s = sim_graph.initializers.at(scales[i]).clone();
+    for (int64_t k = 0; k < s.numel(); ++k) s.data<float>()[k] = std::log(s.data<float>()[k]);
+    log_scales[i] = sim_graph.unique_name(scales[i] + "/log");
+    sim_graph.initializers.erase(scales[i]);
+    sim_graph.initializers[log_scales[i]] = s;
+    sim_graph.types[log_scales[i]] = ir::TensorType::of(DType::Float32, s.shape());
+    ir::Node e;
+    e.name = sim_graph.unique_name(scales[i] + "/exp");
+    e.op_type = "Exp";
+    e.inputs = {log_scales[i]};
+    e.outputs = {scales[i]};
+    sim_graph.add_node(std::move(e));
+  }
+  sim_graph.sort_topologically();
+  TrainReport r = train(q.model.derived(std::move(sim_graph), q.model.name()), t, hooks);
+
+  // The trained weights and scales into the prepared graph and the plan, exported as quantize does.
+  const ir::Graph& trained = r.model.graph();
+  ir::Graph g = q.graph;
+  for (auto& [name, w] : g.initializers)
+    if (auto it = trained.initializers.find(name); it != trained.initializers.end() && it->second.shape() == w.shape())
+      w = it->second;
+  quant::QuantPlan plan = q.plan;
+  for (size_t i = 0; i < plan.points.size(); ++i) {
+    if (log_scales[i].empty()) continue;
+    const Tensor& s = trained.initializers.at(log_scales[i]);
+    for (int64_t k = 0; k < s.numel(); ++k)
+      plan.points[i].q.scale.at(static_cast<size_t>(k)) = static_cast<float>(std::exp(s.value_as_double(k)));
+  }
+  const std::string stem = read_config(qo.config).label == "inline config" ? "quant" : std::filesystem::path(qo.config).stem().string();
+  r.model = q.model.derived(quant::insert_qdq(g, plan), q.model.name() + "_qat_" + stem);
+  nlohmann::json j = {{"method", o.method}, {"config", read_config(qo.config).label},
+                      {"tensors_quantized", plan.points.size()}, {"fake_quant_nodes", r.model.joule_op_nodes().size()}};
+  if (!qo.eval.empty()) {
+    const std::unique_ptr<data::Dataset> ev = open_data(qo.eval, q.model, qo.preprocess);
+    j["data"] = ev->describe();
+    j["fp32_top1"] = evaluate_graph(q.graph, *ev, qo, hooks, "fp32").top1_rate();
+    j["ptq_top1"] = evaluate_graph(quant::insert_qdq(q.graph, q.plan), *ev, qo, hooks, "post-training").top1_rate();
+    j["qat_top1"] = evaluate_graph(r.model.graph(), *ev, qo, hooks, "qat").top1_rate();
+  }
+  r.json["qat"] = j;
+  return r;
 }
 
 GradientsResult gradients(const Model& model, const GradientsOptions& o) {

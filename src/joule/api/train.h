@@ -9,7 +9,9 @@
 #include "joule/api/data.h"
 #include "joule/api/hooks.h"
 #include "joule/api/prepare.h"
+#include "joule/api/quantize.h"
 #include "joule/train/batches.h"
+#include "joule/train/lora.h"
 #include "joule/train/optimizer.h"
 
 namespace joule::api {
@@ -45,6 +47,28 @@ struct TrainReport {
 };
 
 TrainReport train(const Model& m, const TrainOptions& o, const Hooks& hooks = {});
+
+// LoRA fine-tuning: low-rank adapters added to the chosen layers (train/lora.h), only they are
+// trained, then merged into the weights. The report gains "lora" (rank, scale, adapted layers,
+// values trained against the model's).
+struct FinetuneOptions {
+  TrainOptions train;
+  train::LoraOptions lora;
+};
+TrainReport finetune(const Model& m, const FinetuneOptions& o, const Hooks& hooks = {});
+
+// Quantization-aware training: the model prepared and calibrated as quantize does it (BatchNorm
+// folded into the weights), every quantized tensor behind a FakeQuant whose gradient is
+// straight-through with clipping; with lsq or pact the scales train too. The result is exported
+// as quantize exports (standard ONNX QDQ for 8-bit integers, which runs on joule's integer
+// kernels and in ONNX Runtime; FakeQuant for other formats). With quant.eval, the report's
+// "qat" compares FP32, post-training quantization and QAT accuracy.
+struct QatOptions {
+  QuantOptions quant;          // config; calib defaults to the training data
+  TrainOptions train;
+  std::string method = "lsq";  // ste | lsq | pact
+};
+TrainReport qat(const Model& m, const QatOptions& o, const Hooks& hooks = {});
 
 // One forward and backward pass on given data, nothing updated: the loss, the model's output and
 // the gradient of every trained weight (by initializer name). For checks against other

@@ -20,5 +20,7 @@ Action add_sensitivity(CLI::App& app);
 Action add_automp(CLI::App& app);
 Action add_compare(CLI::App& app);
 Action add_train(CLI::App& app);
+Action add_finetune(CLI::App& app);
+Action add_qat(CLI::App& app);
 
 }  // namespace joule::cli

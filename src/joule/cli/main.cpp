@@ -33,6 +33,10 @@ int main(int argc, char** argv) {
   add("train", "Train on joule's engine: losses, SGD/Adam/AdamW, schedules, BatchNorm train/frozen, checkpoints; "
               "writes the trained ONNX model",
       joule::cli::add_train);
+  add("finetune", "LoRA fine-tuning: low-rank adapters on chosen layers trained, then merged into the weights",
+      joule::cli::add_finetune);
+  add("qat", "Quantization-aware training (ste, lsq, pact) from a quantization config; writes the QDQ model",
+      joule::cli::add_qat);
   add("data", "Dataset tools: convert a JPEG class folder to LMDB", joule::cli::add_data);
   add("graph", "Draw the model graph (.svg/.png/.pdf through Graphviz dot, .dot text, .txt listing)", joule::cli::add_graph);
   try {

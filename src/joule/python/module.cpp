@@ -145,7 +145,48 @@ api::QuantOptions quant_options(Kwargs& k) {
   return o;
 }
 
-// quantize() and automp() return models that carry their report.
+api::TrainOptions train_options(Kwargs& k, const py::handle& data) {
+  api::TrainOptions o;
+  o.data = to_data(data, "data");
+  k.data("val", o.val);
+  k.get("val_samples", o.val_samples);
+  k.preprocess(o.preprocess);
+  k.get("loss", o.loss);
+  k.get("bn", o.bn);
+  k.get("init", o.init);
+  k.get("optimizer", o.optimizer.name);
+  k.get("lr", o.optimizer.lr);
+  k.get("momentum", o.optimizer.momentum);
+  k.get("nesterov", o.optimizer.nesterov);
+  k.get("weight_decay", o.optimizer.weight_decay);
+  k.get("beta1", o.optimizer.beta1);
+  k.get("beta2", o.optimizer.beta2);
+  k.get("eps", o.optimizer.eps);
+  k.get("clip_grad_norm", o.optimizer.clip_grad_norm);
+  k.get("schedule", o.schedule.name);
+  k.get("warmup_steps", o.schedule.warmup_steps);
+  k.get("step_size", o.schedule.step_size);
+  k.get("gamma", o.schedule.gamma);
+  k.get("min_lr", o.schedule.min_lr);
+  k.get("batch", o.batch);
+  k.get("epochs", o.epochs);
+  k.get("steps", o.steps);
+  if (o.steps > 0) o.epochs = 0;
+  k.get("shuffle", o.shuffle);
+  k.get("seed", o.seed);
+  k.get("hflip", o.augment.hflip);
+  k.get("crop_padding", o.augment.crop_padding);
+  k.get("threads", o.threads);
+  k.strings("algo", o.algo.rules);
+  k.get("checkpoint", o.checkpoint);
+  k.get("checkpoint_every", o.checkpoint_every);
+  k.get("resume", o.resume);
+  k.strings("trainable", o.trainable);
+  k.strings("frozen", o.frozen);
+  return o;
+}
+
+// quantize(), automp() and the training workflows return models that carry their report.
 struct DerivedModel : api::Model {
   std::string report;
 };
@@ -379,56 +420,57 @@ PYBIND11_MODULE(_joule, m) {
     return dump(without_gil(progress, [&](const api::Hooks& h) { return api::compare(model, o, h); }).to_json());
   }, py::arg("model"));
 
-  m.def("train", [](const api::Model& model, py::object data, py::kwargs kw) {
-    Kwargs k("train", kw);
-    api::TrainOptions o;
-    o.data = to_data(data, "data");
-    k.data("val", o.val);
-    k.get("val_samples", o.val_samples);
-    k.preprocess(o.preprocess);
-    k.get("loss", o.loss);
-    k.get("bn", o.bn);
-    k.get("init", o.init);
-    k.get("optimizer", o.optimizer.name);
-    k.get("lr", o.optimizer.lr);
-    k.get("momentum", o.optimizer.momentum);
-    k.get("nesterov", o.optimizer.nesterov);
-    k.get("weight_decay", o.optimizer.weight_decay);
-    k.get("beta1", o.optimizer.beta1);
-    k.get("beta2", o.optimizer.beta2);
-    k.get("eps", o.optimizer.eps);
-    k.get("clip_grad_norm", o.optimizer.clip_grad_norm);
-    k.get("schedule", o.schedule.name);
-    k.get("warmup_steps", o.schedule.warmup_steps);
-    k.get("step_size", o.schedule.step_size);
-    k.get("gamma", o.schedule.gamma);
-    k.get("min_lr", o.schedule.min_lr);
-    k.get("batch", o.batch);
-    k.get("epochs", o.epochs);
-    k.get("steps", o.steps);
-    if (o.steps > 0) o.epochs = 0;
-    k.get("shuffle", o.shuffle);
-    k.get("seed", o.seed);
-    k.get("hflip", o.augment.hflip);
-    k.get("crop_padding", o.augment.crop_padding);
-    k.get("threads", o.threads);
-    k.strings("algo", o.algo.rules);
-    k.get("checkpoint", o.checkpoint);
-    k.get("checkpoint_every", o.checkpoint_every);
-    k.get("resume", o.resume);
-    k.strings("trainable", o.trainable);
-    k.strings("frozen", o.frozen);
+  // train, finetune and qat share the training options and the way they run.
+  auto train_like = [](const char* name, const api::Model& model, py::object data, py::kwargs kw,
+                       const std::function<void(Kwargs&)>& extra,
+                       const std::function<api::TrainReport(const api::TrainOptions&, const api::Hooks&)>& run) {
+    Kwargs k(name, kw);
+    api::TrainOptions o = train_options(k, data);
+    extra(k);
     py::object progress = k.take("progress"), on_record = k.take("on_record");
     k.finish();
+    (void)model;
     api::TrainReport r = without_gil(progress, [&](api::Hooks h) {
       if (!on_record.is_none())
         h.record = [&on_record](const nlohmann::json& j) {
           py::gil_scoped_acquire gil;
           on_record(j.dump());
         };
-      return api::train(model, o, h);
+      return run(o, h);
     });
     return DerivedModel{r.model, dump(r.to_json())};
+  };
+  m.def("train", [train_like](const api::Model& model, py::object data, py::kwargs kw) {
+    return train_like("train", model, data, kw, [](Kwargs&) {},
+                      [&](const api::TrainOptions& o, const api::Hooks& h) { return api::train(model, o, h); });
+  }, py::arg("model"), py::arg("data"));
+  m.def("finetune", [train_like](const api::Model& model, py::object data, py::kwargs kw) {
+    train::LoraOptions lora;
+    return train_like("finetune", model, data, kw,
+                      [&](Kwargs& k) {
+                        k.get("rank", lora.rank);
+                        k.get("alpha", lora.alpha);
+                        k.strings("types", lora.types);
+                        k.get("target", lora.target);
+                      },
+                      [&](const api::TrainOptions& o, const api::Hooks& h) {
+                        lora.seed = o.seed;
+                        return api::finetune(model, api::FinetuneOptions{o, lora}, h);
+                      });
+  }, py::arg("model"), py::arg("data"));
+  m.def("qat", [train_like](const api::Model& model, py::object data, py::kwargs kw) {
+    api::QatOptions q;
+    return train_like("qat", model, data, kw,
+                      [&](Kwargs& k) {
+                        q.quant = quant_options(k);
+                        k.get("method", q.method);
+                      },
+                      [&](const api::TrainOptions& o, const api::Hooks& h) {
+                        api::QatOptions qo = q;
+                        qo.train = o;
+                        if (qo.quant.threads == 1 && o.threads) qo.quant.threads = o.threads;
+                        return api::qat(model, qo, h);
+                      });
   }, py::arg("model"), py::arg("data"));
 
   m.def("gradients", [](const api::Model& model, py::object inputs, py::object target, py::kwargs kw) {

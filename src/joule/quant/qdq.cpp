@@ -312,8 +312,9 @@ size_t calibrate(const ir::Graph& g, QuantPlan& plan, const SampleFn& next, cons
   return samples;
 }
 
-ir::Graph insert_qdq(const ir::Graph& g, const QuantPlan& plan) {
+ir::Graph insert_qdq(const ir::Graph& g, const QuantPlan& plan, const QdqOptions& o) {
   ir::Graph q = g;
+  if (o.scale_names) o.scale_names->assign(plan.points.size(), "");
   bool joule_ops = false;
   // The quantized value that replaces each (node, input); derived biases need the input and
   // weight scales of their node.
@@ -339,8 +340,10 @@ ir::Graph insert_qdq(const ir::Graph& g, const QuantPlan& plan) {
     q.initializers[name] = std::move(t);
     return name;
   };
-  for (const QuantPoint& p : plan.points) {
+  for (size_t pi = 0; pi < plan.points.size(); ++pi) {
+    const QuantPoint& p = plan.points[pi];
     const Format& f = p.spec.format;
+    if (o.fake_quant && p.spec.derived_bias) continue;  // QAT: the bias trains in float
     const bool per_channel = f.granularity == Granularity::PerChannel;
     const ir::TensorType* type = g.type_of(p.tensor);
     std::string src = p.tensor;  // float value quantized
@@ -378,7 +381,7 @@ ir::Graph insert_qdq(const ir::Graph& g, const QuantPlan& plan) {
       const std::string sc = add_init(base + "_scale", Tensor::from_vector(scales, {b.numel()}));
       ir::Node& dq = add_node("DequantizeLinear", "", {bq, sc}, result, base);
       dq.attrs["axis"] = int64_t{0};
-    } else if (standard_qdq(g, p)) {
+    } else if (!o.fake_quant && standard_qdq(g, p)) {
       const DType ct = code_type(f);
       const std::string sc = add_init(base + "_scale", param_tensor(p.q.scale, per_channel));
       const std::string zp = add_init(base + "_zero_point", zero_point_tensor(p.q.zero_point, ct, per_channel));
@@ -404,9 +407,12 @@ ir::Graph insert_qdq(const ir::Graph& g, const QuantPlan& plan) {
       if (!p.q.scale.empty()) {
         in.push_back(add_init(base + "_scale", param_tensor(p.q.scale, per_channel)));
         in.push_back(add_init(base + "_zero_point", zero_point_tensor(p.q.zero_point, DType::Int32, per_channel)));
+        if (o.scale_names) (*o.scale_names)[pi] = in[1];
       }
       ir::Node& fq = add_node("FakeQuant", "joule", in, result, base);
       set_format_attrs(fq, f);
+      if (per_channel && p.constant) fq.attrs["axis"] = int64_t{channel_axis(p, g.initializers.at(p.tensor).rank())};
+      if (!o.qat_method.empty()) fq.attrs["qat"] = o.qat_method;
       joule_ops = true;
     }
     if (type) q.types[result] = *type;

@@ -60,9 +60,17 @@ struct CalibrationOptions {
 // samples run (0 when everything came from the cache).
 size_t calibrate(const ir::Graph& g, QuantPlan& plan, const SampleFn& next, const CalibrationOptions& o);
 
+struct QdqOptions {
+  // Every quantized tensor as a joule FakeQuant of its float value (weights stay float
+  // initializers, biases stay float): the graph quantization-aware training trains.
+  bool fake_quant = false;
+  std::string qat_method;  // with fake_quant: FakeQuant's attribute `qat` (ste | lsq | pact) for its gradient
+  std::vector<std::string>* scale_names = nullptr;  // filled: per plan point, its scale initializer ("" none)
+};
+
 // The simulation graph for a calibrated plan. Writes each node's resolved choice with its
 // scales, zero points and ranges to meta["software"]["quant"].
-ir::Graph insert_qdq(const ir::Graph& g, const QuantPlan& plan);
+ir::Graph insert_qdq(const ir::Graph& g, const QuantPlan& plan, const QdqOptions& o = {});
 
 // The passes run before planning (BatchNorm folded into the weights it scales, constants
 // folded) so that the weights quantized are the ones the engine multiplies by.

@@ -120,7 +120,7 @@ std::string GradContext::dy_or_zeros(size_t i) {
 }
 
 const GradDef* find_grad(const std::string& domain, const std::string& op_type) {
-  for (const auto* table : {&nn_grads(), &elementwise_grads(), &tensor_grads()})
+  for (const auto* table : {&nn_grads(), &elementwise_grads(), &tensor_grads(), &quant_grads()})
     for (const GradDef& d : *table)
       if (domain == d.domain && op_type == d.op_type) return &d;
   return nullptr;

@@ -80,6 +80,7 @@ const GradDef* find_grad(const std::string& domain, const std::string& op_type);
 const std::vector<GradDef>& nn_grads();
 const std::vector<GradDef>& elementwise_grads();
 const std::vector<GradDef>& tensor_grads();
+const std::vector<GradDef>& quant_grads();
 
 // Builds the backward graph into `g` (which holds the forward graph and the loss): for every
 // value in `wrt`, the name of its gradient with respect to the scalar value `loss`; "" where the
