@@ -407,7 +407,8 @@ def qat(model: Model, data: Data, config: Config, *, method: Optional[str] = Non
 
 
 def train(model: Model, data: Data, *, val: Optional[Data] = None, val_samples: Optional[int] = None,
-          loss: Optional[str] = None, optimizer: Optional[str] = None, lr: Optional[float] = None,
+          loss: Optional[str] = None, teacher: Optional[Model] = None, temperature: Optional[float] = None,
+          kd_alpha: Optional[float] = None, optimizer: Optional[str] = None, lr: Optional[float] = None,
           momentum: Optional[float] = None, nesterov: Optional[bool] = None, weight_decay: Optional[float] = None,
           beta1: Optional[float] = None, beta2: Optional[float] = None, eps: Optional[float] = None,
           clip_grad_norm: Optional[float] = None, schedule: Optional[str] = None, warmup_steps: Optional[int] = None,
@@ -421,11 +422,13 @@ def train(model: Model, data: Data, *, val: Optional[Data] = None, val_samples: 
           mean: Optional[Sequence[float]] = None, std: Optional[Sequence[float]] = None,
           scale: Optional[float] = None, resize: Optional[int] = None, progress: Optional[ProgressFn] = None,
           on_record: Optional[Callable[[dict], None]] = None) -> DerivedModel:
-    """Trains the model on joule's engine (defaults as `joule train`: cross_entropy, sgd lr 0.01
+    """Trains the model on joule's engine (defaults as `joule train`: cross_entropy -- or kd, the
+    distillation from `teacher` at `temperature` with weight kd_alpha on the labels --, sgd lr 0.01
     momentum 0.9, batch 32, 1 epoch, BatchNorm in training mode, the model's own weights) and
     returns the trained model; its .report is a TrainResult. on_record(dict) receives one
     record per step and per epoch as they happen."""
-    opts = _options(val=val, val_samples=val_samples, loss=loss, optimizer=optimizer, lr=lr, momentum=momentum,
+    opts = _options(val=val, val_samples=val_samples, loss=loss, teacher=teacher, temperature=temperature,
+                    kd_alpha=kd_alpha, optimizer=optimizer, lr=lr, momentum=momentum,
                     nesterov=nesterov, weight_decay=weight_decay, beta1=beta1, beta2=beta2, eps=eps,
                     clip_grad_norm=clip_grad_norm, schedule=schedule, warmup_steps=warmup_steps,
                     step_size=step_size, gamma=gamma, min_lr=min_lr, batch=batch, epochs=epochs, steps=steps, bn=bn,

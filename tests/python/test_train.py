@@ -243,3 +243,35 @@ def test_qat_exports_an_integer_model():
     assert joule.evaluate(q, data).top1 == r.qat["qat_top1"]
     plan = joule.Session(q, threads=1).plan
     assert plan.algorithms.get("onednn_int8", 0) >= 5, plan.algorithms
+
+
+def test_distillation_trajectory_matches_torch(tmp_path):
+    gen = torch.Generator().manual_seed(5)
+    torch.manual_seed(5)
+    student, teacher = ConvNet(), ConvNet()
+    randomise_bn(student, gen)
+    randomise_bn(teacher, gen)
+    steps, batch, T, alpha = 3, 4, 3.0, 0.3
+    xs = torch.randn(steps * batch, 3, 16, 16, generator=gen)
+    ys = torch.randint(0, 5, (steps * batch,), generator=gen)
+    ms = export(student, xs[:batch], tmp_path / "student.onnx")
+    mt = export(teacher, xs[:batch], tmp_path / "teacher.onnx")
+    teacher.eval()
+    opt = torch.optim.SGD(student.parameters(), lr=0.05, momentum=0.9)
+    want = []
+    for s in range(steps):
+        student.train(False)  # BatchNorm frozen in both
+        x, y = xs[s * batch:(s + 1) * batch], ys[s * batch:(s + 1) * batch]
+        out = student(x)
+        with torch.no_grad():
+            t = teacher(x)
+        kl = F.kl_div(F.log_softmax(out / T, 1), F.softmax(t / T, 1), reduction="batchmean")
+        loss = alpha * F.cross_entropy(out, y) + (1 - alpha) * T * T * kl
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        want.append(loss.item())
+    records = []
+    joule.train(ms, (xs.numpy(), ys.numpy()), loss="kd", teacher=mt, temperature=T, kd_alpha=alpha, batch=batch,
+                steps=steps, lr=0.05, momentum=0.9, shuffle=False, bn="frozen", threads=1, on_record=records.append)
+    np.testing.assert_allclose([r["loss"] for r in records if r["event"] == "step"], want, rtol=1e-3)

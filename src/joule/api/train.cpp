@@ -140,6 +140,8 @@ TrainReport train(const Model& model, const TrainOptions& o, const Hooks& hooks)
   train::TrainGraphOptions tgo;
   tgo.loss = o.loss;
   tgo.bn = o.bn;
+  tgo.kd_temperature = o.kd_temperature;
+  tgo.kd_alpha = o.kd_alpha;
   tgo.input_shapes = {{input, in_shape}};
   tgo.trainable = o.trainable;
   tgo.frozen = o.frozen;
@@ -158,9 +160,16 @@ TrainReport train(const Model& model, const TrainOptions& o, const Hooks& hooks)
   po.algo = o.algo;
   Prepared prep = prepare(ir::Graph(tg.graph), po);
   runtime::Session& session = *prep.session;
+  std::unique_ptr<runtime::Session> teacher;  // kd: scores the same batches
+  if (o.loss == "kd") {
+    if (o.teacher.empty()) fail("training: the kd loss needs a teacher model");
+    if (o.teacher.input_names().size() != 1) fail("training: the teacher must take one input");
+    PrepareOptions tp = PrepareOptions::with_threads(o.threads);
+    teacher = prepare(o.teacher.with_input_shapes({{o.teacher.input_names()[0], in_shape}}), tp).session;
+  }
 
   const nlohmann::json settings = {
-      {"loss", o.loss}, {"bn", o.bn}, {"init", o.init}, {"optimizer", o.optimizer.name}, {"lr", o.optimizer.lr},
+      {"loss", o.loss}, {"bn", o.bn}, {"init", o.init}, {"kd_temperature", o.kd_temperature}, {"kd_alpha", o.kd_alpha}, {"optimizer", o.optimizer.name}, {"lr", o.optimizer.lr},
       {"momentum", o.optimizer.momentum}, {"nesterov", o.optimizer.nesterov},
       {"weight_decay", o.optimizer.weight_decay}, {"schedule", o.schedule.name},
       {"warmup_steps", o.schedule.warmup_steps}, {"clip_grad_norm", o.optimizer.clip_grad_norm},
@@ -199,8 +208,10 @@ TrainReport train(const Model& model, const TrainOptions& o, const Hooks& hooks)
     std::optional<train::Batch> batch = loader->next();
     if (!batch) fail_internal("training: the epoch ended early");
     runtime::TensorMap in{{input, batch->inputs}};
-    in[tg.target] = o.loss == "cross_entropy" ? batch->labels
-                                              : one_hot(batch->labels, tg.graph.type_of(tg.output)->static_shape());
+    in[tg.target] = o.loss == "cross_entropy" || o.loss == "kd"
+                        ? batch->labels
+                        : one_hot(batch->labels, tg.graph.type_of(tg.output)->static_shape());
+    if (teacher) in[tg.teacher] = teacher->run({{teacher->input_names()[0], batch->inputs}}).at(teacher->output_names()[0]);
     for (size_t i = 0; i < r.params.size(); ++i) in[tg.params[i]] = r.params[i];
     for (size_t i = 0; i < r.state.size(); ++i) in[tg.state[i].input] = r.state[i];
     if (!tg.dropout_seed.empty())

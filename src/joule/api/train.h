@@ -22,6 +22,9 @@ struct TrainOptions {
   size_t val_samples = 0;           // the first N of val (0: all)
   DataOptions preprocess;
   std::string loss = "cross_entropy";  // cross_entropy | mse | l1 (mse and l1 against one-hot labels)
+                                    // | kd (distillation from `teacher`, with the labels)
+  Model teacher;                    // kd: its scores on every batch (its own engine session)
+  double kd_temperature = 4, kd_alpha = 0.5;
   std::string bn = "train";         // train (batch statistics) | frozen (running statistics)
   std::string init = "keep";        // keep (the model's weights) | random (train/init.h)
   train::OptimizerOptions optimizer;

@@ -13,7 +13,7 @@ namespace joule::cli {
 namespace {
 
 struct TrainArgs {
-  std::string model, data, val, out, format = "table";
+  std::string model, data, val, out, teacher, format = "table";
   bool no_shuffle = false, quiet = false;
   api::TrainOptions opt;
 };
@@ -26,8 +26,12 @@ void add_train_flags(CLI::App& app, TrainArgs& a) {
   app.add_option("--val", a.val, "labelled data evaluated after every epoch");
   app.add_option("--val-samples", o.val_samples, "validate on the first N samples of --val (default all)");
   app.add_option("-o,--output", a.out, "write the trained model (ONNX) here")->required();
-  app.add_option("--loss", o.loss, "cross_entropy, mse or l1 (mse and l1 against one-hot labels)")
-      ->check(CLI::IsMember({"cross_entropy", "mse", "l1"}))
+  app.add_option("--loss", o.loss, "cross_entropy, mse, l1 (mse and l1 against one-hot labels) or kd (distillation)")
+      ->check(CLI::IsMember({"cross_entropy", "mse", "l1", "kd"}))
+      ->capture_default_str();
+  app.add_option("--teacher", a.teacher, "kd: the teacher model (ONNX) whose scores the student learns");
+  app.add_option("--temperature", o.kd_temperature, "kd: softmax temperature")->capture_default_str();
+  app.add_option("--kd-alpha", o.kd_alpha, "kd: weight of the cross entropy with the labels (the rest: KL to the teacher)")
       ->capture_default_str();
   app.add_option("--optimizer", o.optimizer.name, "sgd, adam or adamw")
       ->check(CLI::IsMember({"sgd", "adam", "adamw"}))
@@ -78,6 +82,7 @@ int run_training(TrainArgs& a, const Workflow& workflow, const std::function<voi
   if (!a.val.empty()) o.val = api::DataSource::from_spec(a.val);
   o.shuffle = !a.no_shuffle;
   if (o.steps > 0) o.epochs = 0;
+  if (!a.teacher.empty()) o.teacher = api::Model::load(a.teacher);
   api::Hooks hooks = terminal_hooks(a.quiet);
   const bool json = a.format == "json";
   hooks.record = [&](const nlohmann::json& r) {

@@ -152,6 +152,9 @@ api::TrainOptions train_options(Kwargs& k, const py::handle& data) {
   k.get("val_samples", o.val_samples);
   k.preprocess(o.preprocess);
   k.get("loss", o.loss);
+  if (py::object t = k.take("teacher"); !t.is_none()) o.teacher = t.cast<api::Model>();
+  k.get("temperature", o.kd_temperature);
+  k.get("kd_alpha", o.kd_alpha);
   k.get("bn", o.bn);
   k.get("init", o.init);
   k.get("optimizer", o.optimizer.name);

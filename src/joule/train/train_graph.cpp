@@ -62,12 +62,12 @@ void dropouts_to_training(ir::Graph& g, TrainGraph& t) {
   }
 }
 
-void add_loss(ir::Graph& g, TrainGraph& t, const std::string& loss) {
+void add_loss(ir::Graph& g, TrainGraph& t, const std::string& loss, double kd_t, double kd_alpha) {
   GradBuilder b(g);
   const ir::TensorType& out = b.type(t.output);
   if (!is_floating(out.dtype)) fail("training: the model output '" + t.output + "' is " + out.str() + ", not float");
   const Shape os = b.shape(t.output);
-  t.target = g.unique_name(loss == "cross_entropy" ? "labels" : "targets");
+  t.target = g.unique_name(loss == "cross_entropy" || loss == "kd" ? "labels" : "targets");
   g.inputs.push_back(t.target);
   if (loss == "cross_entropy") {
     if (os.size() < 2) fail("training: cross_entropy needs scores [N, C, ...]; the output '" + t.output + "' is " + out.str());
@@ -82,8 +82,29 @@ void add_loss(ir::Graph& g, TrainGraph& t, const std::string& loss) {
     const std::string flat = b.reshape(e, {shape_numel(os)});
     t.loss = g.opset("") >= 18 ? b.add1("ReduceMean", {flat, b.ints({0})}, {{"keepdims", int64_t{0}}}, "", "loss")
                                : b.add1("ReduceMean", {flat}, {{"keepdims", int64_t{0}}, {"axes", std::vector<int64_t>{0}}}, "", "loss");
+  } else if (loss == "kd") {
+    // Hinton et al.: alpha * CE(student, labels) + (1 - alpha) * T^2 * mean over samples of
+    // KL(softmax(teacher / T) || softmax(student / T)).
+    if (os.size() != 2) fail("training: kd needs scores [N, C]; the output '" + t.output + "' is " + out.str());
+    if (!(kd_t > 0) || kd_alpha < 0 || kd_alpha > 1) fail("training: kd needs a positive temperature and alpha in [0, 1]");
+    g.types[t.target] = ir::TensorType::of(DType::Int64, {os[0]});
+    t.teacher = g.unique_name("teacher_scores");
+    g.inputs.push_back(t.teacher);
+    g.types[t.teacher] = ir::TensorType::of(out.dtype, os);
+    const std::string temp = b.scalar(kd_t, out.dtype);
+    const std::map<std::string, ir::Attribute> axis1 = {{"axis", int64_t{1}}};
+    const std::string ls = b.add1("LogSoftmax", {b.add1("Div", {t.output, temp})}, axis1);
+    const std::string tt = b.add1("Div", {t.teacher, temp});
+    const std::string pt = b.add1("Softmax", {tt}, axis1), lpt = b.add1("LogSoftmax", {tt}, axis1);
+    const std::string kl = b.reshape(b.add1("Mul", {pt, b.add1("Sub", {lpt, ls})}), {shape_numel(os)});
+    const std::string kl_sum = g.opset("") >= 13 ? b.add1("ReduceSum", {kl, b.ints({0})}, {{"keepdims", int64_t{0}}})
+                                                 : b.add1("ReduceSum", {kl}, {{"keepdims", int64_t{0}}, {"axes", std::vector<int64_t>{0}}});
+    const std::string ce = b.add1("SoftmaxCrossEntropyLoss", {t.output, t.target}, {{"reduction", std::string("mean")}});
+    const double w_kl = (1 - kd_alpha) * kd_t * kd_t / static_cast<double>(os[0]);
+    t.loss = b.add1("Add", {b.add1("Mul", {ce, b.scalar(kd_alpha, out.dtype)}), b.add1("Mul", {kl_sum, b.scalar(w_kl, out.dtype)})},
+                    {}, "", "loss");
   } else {
-    fail("training: unknown loss '" + loss + "' (cross_entropy, mse, l1)");
+    fail("training: unknown loss '" + loss + "' (cross_entropy, mse, l1, kd)");
   }
 }
 
@@ -155,7 +176,7 @@ TrainGraph build_train_graph(const ir::Graph& model, const TrainGraphOptions& o)
   // nothing computed from a trained weight is constant any more: rules read them as constants.
   passes::run_pipeline(g, {"fold_constants"});
   passes::infer_shapes(g);  // the training ops' outputs
-  add_loss(g, t, o.loss);
+  add_loss(g, t, o.loss, o.kd_temperature, o.kd_alpha);
   const std::map<std::string, std::string> grads = build_backward(g, t.loss, t.params);
   std::vector<std::string> used;
   for (const std::string& p : t.params) {

@@ -14,6 +14,8 @@ namespace joule::train {
 
 struct TrainGraphOptions {
   std::string loss = "cross_entropy";         // cross_entropy (integer labels) | mse | l1 (float targets)
+                                              // | kd (distillation: labels and a teacher's scores)
+  double kd_temperature = 4, kd_alpha = 0.5;  // kd: alpha * CE + (1 - alpha) * T^2 * KL(teacher_T || student_T)
   std::string bn = "train";                   // train (batch statistics) | frozen (running statistics)
   std::map<std::string, Shape> input_shapes;  // static shapes of the model's inputs (the batch)
   std::vector<std::string> trainable;         // initializers to train; empty: every float initializer
@@ -27,6 +29,7 @@ struct TrainGraph {
   std::string loss;                  // output: the scalar loss
   std::string output;                // output: the model's prediction (for accuracy)
   std::string target;                // input: labels (int64, the output's shape without dim 1) or targets
+  std::string teacher;               // input (kd): the teacher's scores, the output's shape
   std::vector<std::string> inputs;   // the model's own inputs
   std::vector<std::string> params;   // inputs: the trained initializers (the model's names)
   std::vector<std::string> grads;    // outputs: the gradient of each param, in the same order
