@@ -12,6 +12,7 @@ PACKAGES=(
   graphviz nodejs
   python3 python3-dev python3-numpy python3-torch python3-torchvision python3-onnx
   pybind11-dev python3-pytest python3-pandas
+  libopenmpi-dev openmpi-bin
   libonnx-testdata dataset-fashion-mnist
 )
 

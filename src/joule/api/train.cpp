@@ -10,6 +10,7 @@
 #include "joule/api/run.h"
 #include "joule/core/error.h"
 #include "joule/train/checkpoint.h"
+#include "joule/train/distributed.h"
 #include "joule/train/init.h"
 #include "joule/train/train_graph.h"
 
@@ -124,9 +125,14 @@ TrainReport train(const Model& model, const TrainOptions& o, const Hooks& hooks)
   const std::unique_ptr<data::Dataset> data = open_data(o.data, base, o.preprocess, &how);
   std::unique_ptr<data::Dataset> val;
   if (!o.val.empty()) val = open_data(o.val, base, o.preprocess);
-  const int64_t n = static_cast<int64_t>(data->size()), per_epoch = n / o.batch;
+  // Data parallel across ranks: each global batch of batch * ranks samples is split into the
+  // ranks' batches, and the gradients are averaged.
+  const train::World& world = train::world();
+  const bool lead = world.rank == 0;
+  const int64_t global_batch = o.batch * world.size;
+  const int64_t n = static_cast<int64_t>(data->size()), per_epoch = n / global_batch;
   if (per_epoch < 1)
-    fail(fmt::format("training: {} samples make no batch of {}", n, o.batch));
+    fail(fmt::format("training: {} samples make no batch of {}", n, global_batch));
   const int64_t total = o.steps > 0 ? o.steps : o.epochs * per_epoch;
 
   // The training graph at this batch size.
@@ -175,7 +181,7 @@ TrainReport train(const Model& model, const TrainOptions& o, const Hooks& hooks)
       {"warmup_steps", o.schedule.warmup_steps}, {"clip_grad_norm", o.optimizer.clip_grad_norm},
       {"batch", o.batch}, {"steps", total}, {"steps_per_epoch", per_epoch}, {"shuffle", o.shuffle},
       {"seed", o.seed}, {"hflip", o.augment.hflip}, {"crop_padding", o.augment.crop_padding},
-      {"threads", session.threads()}};
+      {"threads", session.threads()}, {"ranks", world.size}, {"global_batch", global_batch}};
   train::Optimizer opt(o.optimizer);
   if (!o.resume.empty()) from_checkpoint(r, opt, o.resume, settings);
   if (r.step > total) fail(o.resume + ": the checkpoint is at step " + std::to_string(r.step) + ", past this run's " + std::to_string(total));
@@ -195,13 +201,18 @@ TrainReport train(const Model& model, const TrainOptions& o, const Hooks& hooks)
   int64_t epoch_steps = 0, epoch_correct = 0, epoch_samples = 0;
   nlohmann::json last;
   auto save = [&] {
-    if (!o.checkpoint.empty()) train::save_checkpoint(o.checkpoint, to_checkpoint(r, opt, settings));
+    if (lead && !o.checkpoint.empty()) train::save_checkpoint(o.checkpoint, to_checkpoint(r, opt, settings));
   };
   while (r.step < total) {
     const int64_t epoch = r.step / per_epoch, in_epoch = r.step % per_epoch;
     if (epoch != loader_epoch) {
-      loader = std::make_unique<train::BatchLoader>(*data, train::epoch_order(static_cast<size_t>(n), o.shuffle, o.seed, epoch),
-                                                    o.batch, o.augment, o.seed, epoch, static_cast<size_t>(in_epoch));
+      // This rank's share of every global batch of the epoch, in order.
+      const std::vector<size_t> order = train::epoch_order(static_cast<size_t>(n), o.shuffle, o.seed, epoch);
+      std::vector<size_t> mine;
+      for (int64_t k = 0; k < per_epoch; ++k)
+        for (int64_t j = 0; j < o.batch; ++j) mine.push_back(order[static_cast<size_t>(k * global_batch + world.rank * o.batch + j)]);
+      loader = std::make_unique<train::BatchLoader>(*data, std::move(mine), o.batch, o.augment, o.seed, epoch,
+                                                    static_cast<size_t>(in_epoch));
       loader_epoch = epoch;
     }
     const auto t0 = Clock::now();
@@ -215,35 +226,38 @@ TrainReport train(const Model& model, const TrainOptions& o, const Hooks& hooks)
     for (size_t i = 0; i < r.params.size(); ++i) in[tg.params[i]] = r.params[i];
     for (size_t i = 0; i < r.state.size(); ++i) in[tg.state[i].input] = r.state[i];
     if (!tg.dropout_seed.empty())
-      in[tg.dropout_seed] = Tensor::scalar<int64_t>(static_cast<int64_t>(mix(o.seed ^ mix(static_cast<uint64_t>(r.step)))));
+      in[tg.dropout_seed] = Tensor::scalar<int64_t>(static_cast<int64_t>(
+          mix(o.seed ^ mix(static_cast<uint64_t>(r.step) * 0x10001ull + static_cast<uint64_t>(world.rank)))));
     const runtime::TensorMap out = session.run(in);
-    const double loss = out.at(tg.loss).value_as_double(0);
+    const double loss = train::allreduce_mean(out.at(tg.loss).value_as_double(0));
     if (!std::isfinite(loss))
       fail(fmt::format("training diverged at step {}: the loss is {} (lower the learning rate, or clip gradients)", r.step, loss));
     std::vector<Tensor> grads;
     for (const std::string& g : tg.grads) grads.push_back(out.at(g));
+    train::allreduce_mean(grads);
     const double lr = train::learning_rate(o.optimizer.lr, o.schedule, r.step, total);
     const double norm = opt.step(r.params, grads, lr, &session.pool());
     for (size_t i = 0; i < r.state.size(); ++i) r.state[i] = out.at(tg.state[i].output);
+    train::allreduce_mean(r.state);  // the replicas keep one set of BatchNorm statistics
     const double dt = seconds_since(t0);
     ++r.step;
     epoch_loss += loss;
     epoch_seconds += dt;
     ++epoch_steps;
-    epoch_samples += o.batch;
-    epoch_correct += correct(out.at(tg.output), batch->labels);
+    epoch_samples += global_batch;
+    epoch_correct += std::llround(train::allreduce_mean(static_cast<double>(correct(out.at(tg.output), batch->labels))) * world.size);
     last = {{"event", "step"}, {"step", r.step - 1}, {"epoch", epoch}, {"loss", loss}, {"lr", lr},
-            {"grad_norm", norm}, {"samples_per_s", static_cast<double>(o.batch) / dt}};
+            {"grad_norm", norm}, {"samples_per_s", static_cast<double>(global_batch) / dt}};
     const bool epoch_end = in_epoch == per_epoch - 1 || r.step == total;
     if (epoch_end || (o.checkpoint_every > 0 && r.step % o.checkpoint_every == 0)) save();
-    if (hooks.record) hooks.record(last);  // after the checkpoint: a step whose record was seen is kept
+    if (lead && hooks.record) hooks.record(last);  // after the checkpoint: a step whose record was seen is kept
     if (epoch_end) {
       nlohmann::json e = {{"event", "epoch"}, {"epoch", epoch}, {"steps", epoch_steps},
                           {"loss", epoch_loss / static_cast<double>(epoch_steps)},
                           {"train_top1", static_cast<double>(epoch_correct) / static_cast<double>(epoch_samples)},
                           {"seconds", epoch_seconds},
                           {"samples_per_s", static_cast<double>(epoch_samples) / epoch_seconds}};
-      if (val) {
+      if (val && lead) {
         hooks.report("validating", 0, 0, fmt::format("epoch {}: validating", epoch + 1));
         PrepareOptions vp;
         vp.threads = o.threads;
@@ -252,14 +266,17 @@ TrainReport train(const Model& model, const TrainOptions& o, const Hooks& hooks)
         e["val_top1"] = ev.top1_rate();
         e["val_samples"] = ev.samples;
       }
-      if (hooks.record) hooks.record(e);
+      if (lead && hooks.record) hooks.record(e);
       rep.json["epochs"].push_back(e);
       epoch_loss = epoch_seconds = 0;
       epoch_steps = epoch_correct = epoch_samples = 0;
     }
-    hooks.report("training", static_cast<size_t>(r.step), static_cast<size_t>(total),
-                 fmt::format("epoch {} step {}/{}  loss {:.4f}  lr {:.3g}  {:.0f} samples/s", epoch + 1, r.step, total,
-                             loss, lr, static_cast<double>(o.batch) / dt));
+    if (lead)
+      hooks.report("training", static_cast<size_t>(r.step), static_cast<size_t>(total),
+                   fmt::format("epoch {} step {}/{}  loss {:.4f}  lr {:.3g}  {:.0f} samples/s", epoch + 1, r.step,
+                               total, loss, lr, static_cast<double>(global_batch) / dt));
+    else
+      hooks.check();
   }
   rep.json["last_step"] = last;
   rep.json["seconds"] = seconds_since(t_start);

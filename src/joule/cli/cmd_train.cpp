@@ -7,6 +7,7 @@
 #include "joule/api/train.h"
 #include "joule/cli/commands.h"
 #include "joule/cli/util.h"
+#include "joule/train/distributed.h"
 
 namespace joule::cli {
 
@@ -99,6 +100,7 @@ int run_training(TrainArgs& a, const Workflow& workflow, const std::function<voi
   };
   const api::TrainReport r = workflow(api::Model::load(a.model), o, hooks);
   end_status(a.quiet);
+  if (train::world().rank != 0) return 0;  // data parallel: rank 0 alone writes and prints
   r.model.save(a.out, /*allow_joule_ops=*/true);
   nlohmann::json j = r.to_json();
   j["output"] = a.out;
