@@ -38,21 +38,24 @@ TEST(NnBatchNorm, MixedParameterTypesOpset15AndDouble) {
   expect_values(yd, {0, 0.5f}, {1, 2});
 }
 
-TEST(NnBatchNorm, TrainingModeUnsupported) {
-  Tensor x = F({1, 2}, {1, 2}), p = F({1, 1}, {2});
-  try {
-    run1("BatchNormalization", {x, p, p, p, p}, {{"training_mode", int64_t{1}}});
-    ADD_FAILURE() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), Error::Kind::Unsupported);
-    EXPECT_NE(std::string(e.what()).find("training_mode"), std::string::npos);
-  }
-  // extra statistics outputs (training) are rejected too
+TEST(NnBatchNorm, TrainingModeUsesBatchStatistics) {
+  // X [N=2, C=1, 2]: the channel's batch mean 2.5 and biased variance 1.25 normalise it; the
+  // running statistics move by (1 - momentum) towards them (ONNX's convention, variance biased).
+  Tensor x = F({1, 2, 3, 4}, {2, 1, 2}), s = F({2}, {1}), b = F({0.5f}, {1}), m = F({1}, {1}), v = F({3}, {1});
   auto node = make_node("BatchNormalization", 5, 3);
-  EXPECT_THROW(run_op(node, {x, p, p, p, p}), Error);
+  node.attrs = {{"training_mode", int64_t{1}}, {"momentum", 0.75f}, {"epsilon", 0.f}};
+  const std::vector<Tensor> out = run_op(node, {x, s, b, m, v});
+  const double inv = 1 / std::sqrt(1.25);
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(out[0].data<float>()[i], (i + 1 - 2.5) * inv * 2 + 0.5, 1e-5);
+  EXPECT_NEAR(out[1].data<float>()[0], 0.75 * 1 + 0.25 * 2.5, 1e-6);
+  EXPECT_NEAR(out[2].data<float>()[0], 0.75 * 3 + 0.25 * 1.25, 1e-6);
+  // Before opset 14 (five outputs, other semantics) it stays unsupported.
   const ops::OpDef* def = ops::find_op("", "BatchNormalization");
   ASSERT_NE(def->check, nullptr);
-  EXPECT_NE(def->check(node, 15), "");
+  EXPECT_NE(def->check(node, 9), "");
+  EXPECT_NE(def->check(make_node("BatchNormalization", 5, 5), 15), "");
+  EXPECT_NE(def->check(make_node("BatchNormalization", 5, 3), 15), "");  // statistics outputs need training mode
+  EXPECT_EQ(def->check(node, 15), "");
   EXPECT_EQ(def->check(make_node("BatchNormalization", 5, 1), 15), "");
 }
 
