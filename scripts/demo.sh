@@ -40,3 +40,12 @@ echo "== joule sensitivity: the five most sensitive layers (isolated, W8A8), pic
 echo
 echo "== Python: examples/python/quickstart.py (the same workflows from import joule)"
 PYTHONPATH="$here/$build/python" /usr/bin/python3 "$here/examples/python/quickstart.py" "$run_dir/python"
+echo
+echo "== joule train: 300 steps from random weights (AdamW, batch 64), validated on 2 000 test images"
+"$joule" train default --init random --data "$fm:train" --val "$fm:test" --val-samples 2000 --steps 300 \
+  --batch 64 --optimizer adamw --lr 3e-3 --hflip --threads 2 -o "$run_dir/fashion_cnn_trained.onnx" --quiet
+echo
+echo "== joule qat: W4A4 with learned step sizes (LSQ), 200 steps: FP32, post-training and QAT top-1 on 2 000 test images"
+"$joule" qat default --config "$here/examples/quant/w4a4.yaml" --data "$fm:train" --eval "$fm:test" \
+  --eval-samples 2000 --steps 200 --batch 64 --optimizer adamw --lr 2e-4 --threads 2 \
+  -o "$run_dir/fashion_cnn_w4a4_qat.onnx" --quiet

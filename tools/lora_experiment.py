@@ -40,19 +40,39 @@ def export_model(path):
     import torch
     import torch.nn as nn
 
+    import torch.nn.functional as F
+
+    class Block(nn.Module):
+        """Pre-norm encoder block; reshapes keep the batch as -1 (the export then fits any batch)."""
+
+        def __init__(self, tokens, dim, heads):
+            super().__init__()
+            self.t, self.d, self.h = tokens, dim, heads
+            self.n1, self.n2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+            self.qkv, self.proj = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+            self.fc1, self.fc2 = nn.Linear(dim, 2 * dim), nn.Linear(2 * dim, dim)
+
+        def forward(self, x):
+            hd = self.d // self.h
+            qkv = self.qkv(self.n1(x)).reshape(-1, self.t, 3, self.h, hd).permute(2, 0, 3, 1, 4)
+            q, k, v = qkv[0], qkv[1], qkv[2]
+            att = torch.softmax(torch.matmul(q, k.transpose(-2, -1)) * hd ** -0.5, dim=-1)
+            y = torch.matmul(att, v).transpose(1, 2).reshape(-1, self.t, self.d)
+            x = x + self.proj(y)
+            return x + self.fc2(F.gelu(self.fc1(self.n2(x))))
+
     class ViT(nn.Module):
         def __init__(self, dim=192, heads=4, layers=2, classes=10):
             super().__init__()
+            self.dim = dim
             self.patch = nn.Conv2d(1, dim, 7, stride=7)
             self.pos = nn.Parameter(torch.randn(1, 16, dim) * 0.02)
-            self.layers = nn.ModuleList([nn.TransformerEncoderLayer(dim, heads, dim_feedforward=2 * dim, dropout=0.0,
-                                                                    activation="gelu", batch_first=True,
-                                                                    norm_first=True) for _ in range(layers)])
+            self.layers = nn.ModuleList([Block(16, dim, heads) for _ in range(layers)])
             self.norm = nn.LayerNorm(dim)
             self.head = nn.Linear(dim, classes)
 
         def forward(self, x):
-            t = self.patch(x).flatten(2).transpose(1, 2) + self.pos
+            t = self.patch(x).reshape(-1, self.dim, 16).transpose(1, 2) + self.pos
             for layer in self.layers:
                 t = layer(t)
             return self.head(self.norm(t).mean(1))
