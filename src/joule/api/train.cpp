@@ -175,7 +175,8 @@ TrainReport train(const Model& model, const TrainOptions& o, const Hooks& hooks)
   }
 
   const nlohmann::json settings = {
-      {"loss", o.loss}, {"bn", o.bn}, {"init", o.init}, {"kd_temperature", o.kd_temperature}, {"kd_alpha", o.kd_alpha}, {"optimizer", o.optimizer.name}, {"lr", o.optimizer.lr},
+      {"loss", o.loss}, {"bn", o.bn}, {"init", o.init}, {"kd_temperature", o.kd_temperature},
+      {"kd_alpha", o.kd_alpha}, {"optimizer", o.optimizer.name}, {"lr", o.optimizer.lr},
       {"momentum", o.optimizer.momentum}, {"nesterov", o.optimizer.nesterov},
       {"weight_decay", o.optimizer.weight_decay}, {"schedule", o.schedule.name},
       {"warmup_steps", o.schedule.warmup_steps}, {"clip_grad_norm", o.optimizer.clip_grad_norm},
@@ -184,7 +185,8 @@ TrainReport train(const Model& model, const TrainOptions& o, const Hooks& hooks)
       {"threads", session.threads()}, {"ranks", world.size}, {"global_batch", global_batch}};
   train::Optimizer opt(o.optimizer);
   if (!o.resume.empty()) from_checkpoint(r, opt, o.resume, settings);
-  if (r.step > total) fail(o.resume + ": the checkpoint is at step " + std::to_string(r.step) + ", past this run's " + std::to_string(total));
+  if (r.step > total)
+    fail(o.resume + ": the checkpoint is at step " + std::to_string(r.step) + ", past this run's " + std::to_string(total));
 
   TrainReport rep;
   rep.json = {{"model", model_label(model)}, {"data", data->describe()}, {"preprocessing", how},
