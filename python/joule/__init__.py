@@ -30,7 +30,8 @@ __all__ = [
     "AutoMpResult", "BadInput", "BenchResult", "CompareResult", "Error", "EvalResult", "Model", "Progress",
     "ProfileResult", "QuantizeResult", "DerivedModel", "Result", "SensitivityResult", "Session", "TrainResult",
     "Unsupported", "automp", "bench", "compare", "draw_graph", "energy_probe", "evaluate", "finetune", "gradients",
-    "info", "load", "profile", "qat", "quant_plan", "quantize", "sensitivity", "train", "__version__",
+    "info", "load", "profile", "qat", "quant_plan", "quantize", "sensitivity", "train", "training_graph",
+    "__version__",
 ]
 
 ArrayLike = Any  # anything numpy.asarray accepts
@@ -439,6 +440,13 @@ def train(model: Model, data: Data, *, val: Optional[Data] = None, val_samples: 
     if on_record is not None:
         opts["on_record"] = lambda text: on_record(json.loads(text))
     return _joule.train(model, data, **opts)
+
+
+def training_graph(model: Model, data: Data, **training: Any) -> Model:
+    """The graph train() would run at every step with these options (the batch from `batch` and
+    the data): inputs the data, labels and weights, outputs the loss and the gradients. Profile a
+    training step with joule.profile(g, passes="none")."""
+    return _joule.training_graph(model, data, **_options(**training))
 
 
 def gradients(model: Model, inputs: Inputs, target: ArrayLike, *, loss: Optional[str] = None,

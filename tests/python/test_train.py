@@ -275,3 +275,13 @@ def test_distillation_trajectory_matches_torch(tmp_path):
     joule.train(ms, (xs.numpy(), ys.numpy()), loss="kd", teacher=mt, temperature=T, kd_alpha=alpha, batch=batch,
                 steps=steps, lr=0.05, momentum=0.9, shuffle=False, bn="frozen", threads=1, on_record=records.append)
     np.testing.assert_allclose([r["loss"] for r in records if r["event"] == "step"], want, rtol=1e-3)
+
+
+def test_a_training_step_profiles_like_any_model():
+    m = joule.load("default")
+    data = (np.load(SAMPLES), np.load(MODELS / "fashion_cnn_sample_labels.npy"))
+    g = joule.training_graph(m, data, batch=8)
+    assert "labels" in [i["name"] for i in g.inputs] and g.inputs[0]["shape"] == [8, 1, 28, 28]
+    p = joule.profile(g, threads=1, runs=2, passes="none")
+    algos = {layer["op"]: layer["algorithm"] for layer in p.layers}
+    assert algos["ConvGradData"] == "onednn" and algos["ConvGradWeight"] == "onednn" and algos["Conv"] == "onednn"

@@ -101,9 +101,18 @@ Model export_model(const Model& base, const Run& r) {
   return base.derived(std::move(g), base.name() + "_trained");
 }
 
-}  // namespace
+// What train() and training_graph() share: the options checked, the model untied (and freshly
+// initialised), the data opened, and the training graph's options at this batch.
+struct Setup {
+  Model base;
+  std::unique_ptr<data::Dataset> data;
+  std::string how;
+  std::string input;
+  Shape in_shape;  // the batch, then a sample's shape
+  train::TrainGraphOptions tgo;
+};
 
-TrainReport train(const Model& model, const TrainOptions& o, const Hooks& hooks) {
+Setup setup(const Model& model, const TrainOptions& o) {
   train::check(o.optimizer);
   train::check(o.schedule);
   if (o.init != "keep" && o.init != "random") fail("training: init '" + o.init + "' (keep or random)");
@@ -114,15 +123,42 @@ TrainReport train(const Model& model, const TrainOptions& o, const Hooks& hooks)
   if (o.augment.crop_padding < 0) fail("training: crop padding must not be negative");
   if (model.input_names().size() != 1) fail("training: the model has " + std::to_string(model.input_names().size()) +
                                             " inputs; training feeds single-input models");
-  Model base = model;
+  Setup st;
+  st.base = model;
   {
     ir::Graph g = model.graph();
     const bool untied = train::untie_initializers(g) > 0;
     if (o.init == "random") train::initialize_weights(g, o.seed);
-    if (untied || o.init == "random") base = model.derived(std::move(g), model.name());
+    if (untied || o.init == "random") st.base = model.derived(std::move(g), model.name());
   }
-  std::string how;
-  const std::unique_ptr<data::Dataset> data = open_data(o.data, base, o.preprocess, &how);
+  st.data = open_data(o.data, st.base, o.preprocess, &st.how);
+  st.input = st.base.input_names()[0];
+  st.in_shape = {o.batch};
+  const data::Sample s = st.data->get(0);
+  if (!s.error.empty()) fail("training data: " + s.error);
+  st.in_shape.insert(st.in_shape.end(), s.input.shape().begin(), s.input.shape().end());
+  st.tgo.loss = o.loss;
+  st.tgo.bn = o.bn;
+  st.tgo.kd_temperature = o.kd_temperature;
+  st.tgo.kd_alpha = o.kd_alpha;
+  st.tgo.input_shapes = {{st.input, st.in_shape}};
+  st.tgo.trainable = o.trainable;
+  st.tgo.frozen = o.frozen;
+  return st;
+}
+
+}  // namespace
+
+Model training_graph(const Model& model, const TrainOptions& o) {
+  Setup st = setup(model, o);
+  return model.derived(train::build_train_graph(st.base.graph(), st.tgo).graph, model.name() + "_training_step");
+}
+
+TrainReport train(const Model& model, const TrainOptions& o, const Hooks& hooks) {
+  Setup st = setup(model, o);
+  const Model& base = st.base;
+  const std::unique_ptr<data::Dataset>& data = st.data;
+  const std::string& how = st.how;
   std::unique_ptr<data::Dataset> val;
   if (!o.val.empty()) val = open_data(o.val, base, o.preprocess);
   // Data parallel across ranks: each global batch of batch * ranks samples is split into the
@@ -134,25 +170,10 @@ TrainReport train(const Model& model, const TrainOptions& o, const Hooks& hooks)
   if (per_epoch < 1)
     fail(fmt::format("training: {} samples make no batch of {}", n, global_batch));
   const int64_t total = o.steps > 0 ? o.steps : o.epochs * per_epoch;
-
-  // The training graph at this batch size.
-  const std::string input = base.input_names()[0];
-  Shape in_shape = {o.batch};  // the batch, then a sample's shape
-  {
-    const data::Sample s = data->get(0);
-    if (!s.error.empty()) fail("training data: " + s.error);
-    in_shape.insert(in_shape.end(), s.input.shape().begin(), s.input.shape().end());
-  }
-  train::TrainGraphOptions tgo;
-  tgo.loss = o.loss;
-  tgo.bn = o.bn;
-  tgo.kd_temperature = o.kd_temperature;
-  tgo.kd_alpha = o.kd_alpha;
-  tgo.input_shapes = {{input, in_shape}};
-  tgo.trainable = o.trainable;
-  tgo.frozen = o.frozen;
+  const std::string& input = st.input;
+  const Shape& in_shape = st.in_shape;
   Run r;
-  r.tg = train::build_train_graph(base.graph(), tgo);
+  r.tg = train::build_train_graph(base.graph(), st.tgo);
   const train::TrainGraph& tg = r.tg;
   if (tg.params.empty()) fail("training: no weight of the model affects the loss");
   for (const std::string& p : tg.params) r.params.push_back(base.graph().initializers.at(p).clone());

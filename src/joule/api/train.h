@@ -51,6 +51,11 @@ struct TrainReport {
 
 TrainReport train(const Model& m, const TrainOptions& o, const Hooks& hooks = {});
 
+// The graph train() runs at every step for these options (the batch from o.batch and the data's
+// sample shape): inputs the data, the labels, the weights (and BatchNorm statistics); outputs the
+// loss, the prediction, the gradients. `joule profile` times a training step on it.
+Model training_graph(const Model& m, const TrainOptions& o);
+
 // LoRA fine-tuning: low-rank adapters added to the chosen layers (train/lora.h), only they are
 // trained, then merged into the weights. The report gains "lora" (rank, scale, adapted layers,
 // values trained against the model's).

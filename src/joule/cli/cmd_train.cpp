@@ -3,6 +3,7 @@
 // ONNX model. On a terminal a status line shows epoch, step, loss, learning rate and rate;
 // --format json writes one JSON object per step and per epoch to stdout, then the summary.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "joule/api/train.h"
 #include "joule/cli/commands.h"
@@ -120,11 +121,22 @@ int run_training(TrainArgs& a, const Workflow& workflow, const std::function<voi
 
 Action add_train(CLI::App& app) {
   auto a = std::make_shared<TrainArgs>();
+  auto graph = std::make_shared<std::string>();
   add_train_flags(app, *a);
   app.add_option("--init", a->opt.init, "keep (the model's weights) or random (seeded Kaiming/Glorot by layer type)")
       ->check(CLI::IsMember({"keep", "random"}))
       ->capture_default_str();
-  return [a] {
+  app.add_option("--export-graph", *graph,
+                 "write the training step's graph (loss and gradients; only joule loads it) here instead of training: "
+                 "`joule profile FILE --passes none` times a step layer by layer");
+  return [a, graph] {
+    if (!graph->empty()) {
+      a->opt.data = api::DataSource::from_spec(a->data);
+      const api::Model g = api::training_graph(api::Model::load(a->model), a->opt);
+      g.save(*graph, /*allow_joule_ops=*/true);
+      fmt::print("wrote {} ({} nodes; inputs {})\n", *graph, g.graph().nodes.size(), fmt::join(g.input_names(), ", "));
+      return 0;
+    }
     return run_training(*a, [](const api::Model& m, const api::TrainOptions& o, const api::Hooks& h) {
       return api::train(m, o, h);
     });

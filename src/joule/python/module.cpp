@@ -447,6 +447,12 @@ PYBIND11_MODULE(_joule, m) {
     return train_like("train", model, data, kw, [](Kwargs&) {},
                       [&](const api::TrainOptions& o, const api::Hooks& h) { return api::train(model, o, h); });
   }, py::arg("model"), py::arg("data"));
+  m.def("training_graph", [](const api::Model& model, py::object data, py::kwargs kw) {
+    Kwargs k("training_graph", kw);
+    api::TrainOptions o = train_options(k, data);
+    k.finish();
+    return without_gil(py::none(), [&](const api::Hooks&) { return api::training_graph(model, o); });
+  }, py::arg("model"), py::arg("data"));
   m.def("finetune", [train_like](const api::Model& model, py::object data, py::kwargs kw) {
     train::LoraOptions lora;
     return train_like("finetune", model, data, kw,
