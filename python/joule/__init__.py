@@ -399,7 +399,8 @@ def qat(model: Model, data: Data, config: Config, *, method: Optional[str] = Non
         eval_samples: Optional[int] = None, int8: Optional[str] = None,
         on_record: Optional[Callable[[dict], None]] = None, **training: Any) -> DerivedModel:
     """Quantization-aware training from a quantization config: method ste (scales fixed), lsq
-    (learned step size, the default) or pact (learned clipping); calibration on `calib` (default
+    (learned step size, the default), pact (learned clipping) or tqt (trained power-of-two
+    thresholds); calibration on `calib` (default
     the training data); the result exported as quantize exports (ONNX QDQ for 8-bit integers).
     With `eval`, the report's "qat" has FP32, post-training and QAT top-1. """ + _TRAIN_DOC
     return _train_like(_joule.qat, model, data, dict(training, config=_config(config), method=method, calib=calib,

@@ -79,7 +79,7 @@ TEST(FakeQuantGrad, StraightThroughAndLearnedScales) {
   // int8 asymmetric per tensor: scale 0.5, zero point -10 -> representable [-59, 68.5] (codes -128..127)
   const std::vector<float> xs = {-70.f, -3.2f, 0.26f, 4.9f, 80.f};
   const std::vector<float> dys = {1.f, 2.f, 3.f, 4.f, 5.f};
-  for (const char* method : {"ste", "lsq", "pact"}) {
+  for (const char* method : {"ste", "lsq", "pact", "tqt"}) {
     GraphBuilder b;
     b.input("dy", DType::Float32, {5})
         .input("x", DType::Float32, {5})
@@ -100,9 +100,8 @@ TEST(FakeQuantGrad, StraightThroughAndLearnedScales) {
     const double clip = 1 * (-128 - -10) + 5 * (127 - -10);  // dY times the clip point's code
     double inside = 0;
     for (int i = 1; i < 4; ++i) inside += dys[i] * (std::nearbyint(xs[i] / 0.5) - xs[i] / 0.5);
-    const double want = std::string(method) == "ste" ? 0
-                        : std::string(method) == "pact" ? clip
-                                                        : (clip + inside) / std::sqrt(5.0 * 127);
+    const std::string m = method;
+    const double want = m == "ste" ? 0 : m == "pact" ? clip : m == "tqt" ? clip + inside : (clip + inside) / std::sqrt(5.0 * 127);
     EXPECT_NEAR(out.at("ds").data<float>()[0], want, 1e-4 * std::max(1.0, std::abs(want))) << method;
   }
 }

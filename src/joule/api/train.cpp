@@ -328,8 +328,8 @@ TrainReport finetune(const Model& model, const FinetuneOptions& o, const Hooks& 
 }
 
 TrainReport qat(const Model& model, const QatOptions& o, const Hooks& hooks) {
-  if (o.method != "ste" && o.method != "lsq" && o.method != "pact")
-    fail("qat: method '" + o.method + "' (ste, lsq or pact)");
+  if (o.method != "ste" && o.method != "lsq" && o.method != "pact" && o.method != "tqt")
+    fail("qat: method '" + o.method + "' (ste, lsq, pact or tqt)");
   if (o.train.init != "keep") fail("qat: quantization-aware training starts from the model's weights (init keep)");
   QuantOptions qo = o.quant;
   if (qo.calib.empty()) qo.calib = o.train.data;
@@ -343,9 +343,10 @@ TrainReport qat(const Model& model, const QatOptions& o, const Hooks& hooks) {
   sim.scale_names = &scales;
   TrainOptions t = o.train;
   ir::Graph sim_graph = quant::insert_qdq(q.graph, q.plan, sim);
-  // Learned scales train as their logarithm (scale = Exp(log scale), as TQT trains log2
-  // thresholds): an optimizer step then changes a scale by a ratio, never past zero, whatever
+  // Learned scales train as their logarithm (scale = Exp(log scale); tqt: 2^ceil(log2 scale),
+  // powers of two): an optimizer step then changes a scale by a ratio, never past zero, whatever
   // its magnitude (Adam's steps are about the learning rate in size).
+  const bool tqt = o.method == "tqt";
   std::vector<std::string> log_scales(scales.size());
   for (size_t i = 0; i < scales.size(); ++i) {
     if (scales[i].empty()) continue;
@@ -354,14 +355,15 @@ TrainReport qat(const Model& model, const QatOptions& o, const Hooks& hooks) {
       continue;
     }
     Tensor s = sim_graph.initializers.at(scales[i]).clone();
-    for (int64_t k = 0; k < s.numel(); ++k) s.data<float>()[k] = std::log(s.data<float>()[k]);
-    log_scales[i] = sim_graph.unique_name(scales[i] + "/log");
+    for (int64_t k = 0; k < s.numel(); ++k) s.data<float>()[k] = tqt ? std::log2(s.data<float>()[k]) : std::log(s.data<float>()[k]);
+    log_scales[i] = sim_graph.unique_name(scales[i] + (tqt ? "/log2" : "/log"));
     sim_graph.initializers.erase(scales[i]);
     sim_graph.initializers[log_scales[i]] = s;
     sim_graph.types[log_scales[i]] = ir::TensorType::of(DType::Float32, s.shape());
     ir::Node e;
-    e.name = sim_graph.unique_name(scales[i] + "/exp");
-    e.op_type = "Exp";
+    e.name = sim_graph.unique_name(scales[i] + (tqt ? "/pow2" : "/exp"));
+    e.op_type = tqt ? "Pow2Ceil" : "Exp";
+    if (tqt) e.domain = "joule";
     e.inputs = {log_scales[i]};
     e.outputs = {scales[i]};
     sim_graph.add_node(std::move(e));
@@ -379,8 +381,10 @@ TrainReport qat(const Model& model, const QatOptions& o, const Hooks& hooks) {
   for (size_t i = 0; i < plan.points.size(); ++i) {
     if (log_scales[i].empty()) continue;
     const Tensor& s = trained.initializers.at(log_scales[i]);
-    for (int64_t k = 0; k < s.numel(); ++k)
-      plan.points[i].q.scale.at(static_cast<size_t>(k)) = static_cast<float>(std::exp(s.value_as_double(k)));
+    for (int64_t k = 0; k < s.numel(); ++k) {
+      const double v = s.value_as_double(k);
+      plan.points[i].q.scale.at(static_cast<size_t>(k)) = static_cast<float>(tqt ? std::exp2(std::ceil(v)) : std::exp(v));
+    }
   }
   const std::string stem = read_config(qo.config).label == "inline config" ? "quant" : std::filesystem::path(qo.config).stem().string();
   r.model = q.model.derived(quant::insert_qdq(g, plan), q.model.name() + "_qat_" + stem);

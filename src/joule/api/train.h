@@ -74,7 +74,7 @@ TrainReport finetune(const Model& m, const FinetuneOptions& o, const Hooks& hook
 struct QatOptions {
   QuantOptions quant;          // config; calib defaults to the training data
   TrainOptions train;
-  std::string method = "lsq";  // ste | lsq | pact
+  std::string method = "lsq";  // ste | lsq | pact | tqt
 };
 TrainReport qat(const Model& m, const QatOptions& o, const Hooks& hooks = {});
 

@@ -170,8 +170,9 @@ Action add_qat(CLI::App& app) {
   auto calib = std::make_shared<std::string>(), eval = std::make_shared<std::string>();
   add_train_flags(app, *a);
   app.add_option("--config", q->quant.config, "quantization config (YAML; see docs/quantization.md)")->required();
-  app.add_option("--method", q->method, "ste (scales fixed), lsq (learned step size) or pact (learned clipping)")
-      ->check(CLI::IsMember({"ste", "lsq", "pact"}))
+  app.add_option("--method", q->method,
+                 "ste (scales fixed), lsq (learned step size), pact (learned clipping) or tqt (trained power-of-two thresholds)")
+      ->check(CLI::IsMember({"ste", "lsq", "pact", "tqt"}))
       ->capture_default_str();
   app.add_option("--calib", *calib, "calibration data SPEC (default: --data)");
   app.add_option("--calib-samples", q->quant.calib_samples, "calibration samples")->capture_default_str();

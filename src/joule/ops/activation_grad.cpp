@@ -2,7 +2,8 @@
 // attribute `activation` (with `activation_params`):
 //   Relu (x > 0), LeakyRelu [alpha] (x >= 0 ? 1 : alpha), Clip [min, max] (1 strictly inside),
 //   Sigmoid, Tanh, Gelu (erf form), GeluTanh (tanh approximation), HardSigmoid [alpha, beta],
-//   HardSwish, Elu [alpha], Softplus, Erf, Exp, Log, Sqrt, Abs, Reciprocal.
+//   HardSwish, Elu [alpha], Softplus, Erf, Exp, Log, Sqrt, Abs, Reciprocal, Pow2Ceil (2^ceil(x),
+//   straight through the ceiling: 2^ceil(x) ln 2).
 // f' is computed from the forward input X, so every kind keeps the same inputs.
 #include <cmath>
 
@@ -14,7 +15,7 @@ namespace {
 constexpr double kSqrt2 = 1.4142135623730951, kInvSqrt2Pi = 0.3989422804014327, kTwoOverSqrtPi = 1.1283791670955126;
 
 enum class Kind { Relu, LeakyRelu, Clip, Sigmoid, Tanh, Gelu, GeluTanh, HardSigmoid, HardSwish, Elu, Softplus, Erf,
-                  Exp, Log, Sqrt, Abs, Reciprocal };
+                  Exp, Log, Sqrt, Abs, Reciprocal, Pow2Ceil };
 
 struct Spec {
   Kind kind;
@@ -34,7 +35,7 @@ Spec read_spec(const ir::Node& n) {
       {"Tanh", Kind::Tanh}, {"Gelu", Kind::Gelu}, {"GeluTanh", Kind::GeluTanh}, {"HardSigmoid", Kind::HardSigmoid},
       {"HardSwish", Kind::HardSwish}, {"Elu", Kind::Elu}, {"Softplus", Kind::Softplus}, {"Erf", Kind::Erf},
       {"Exp", Kind::Exp}, {"Log", Kind::Log}, {"Sqrt", Kind::Sqrt}, {"Abs", Kind::Abs},
-      {"Reciprocal", Kind::Reciprocal}};
+      {"Reciprocal", Kind::Reciprocal}, {"Pow2Ceil", Kind::Pow2Ceil}};
   for (auto& [name, k] : kinds)
     if (s == name) {
       Spec sp{k};
@@ -79,6 +80,7 @@ inline T deriv(T x, double a, double b) {
   if constexpr (K == Kind::Sqrt) return T(0.5) / std::sqrt(x);
   if constexpr (K == Kind::Abs) return x > T(0) ? T(1) : x < T(0) ? T(-1) : T(0);
   if constexpr (K == Kind::Reciprocal) return T(-1) / (x * x);
+  if constexpr (K == Kind::Pow2Ceil) return static_cast<T>(std::exp2(std::ceil(x)) * 0.6931471805599453);
   (void)b;
   return T(0);
 }
@@ -100,6 +102,7 @@ void dispatch(const T* dy, const T* x, T* dx, int64_t n, const Spec& s, ThreadPo
     JOULE_CASE(Relu) JOULE_CASE(LeakyRelu) JOULE_CASE(Clip) JOULE_CASE(Sigmoid) JOULE_CASE(Tanh) JOULE_CASE(Gelu)
     JOULE_CASE(GeluTanh) JOULE_CASE(HardSigmoid) JOULE_CASE(HardSwish) JOULE_CASE(Elu) JOULE_CASE(Softplus)
     JOULE_CASE(Erf) JOULE_CASE(Exp) JOULE_CASE(Log) JOULE_CASE(Sqrt) JOULE_CASE(Abs) JOULE_CASE(Reciprocal)
+    JOULE_CASE(Pow2Ceil)
 #undef JOULE_CASE
   }
 }

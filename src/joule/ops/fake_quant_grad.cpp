@@ -6,6 +6,8 @@
 //         g = 1 / sqrt(n * qmax) with n the values sharing the scale
 //   pact  (Choi et al., learned clipping) dX as ste; dScale = sum dY * (qmin - z | qmax - z) over
 //         the clipped values only (the clip points move with the scale)
+//   tqt   (Jain et al., trained thresholds) dX as ste; dScale as lsq without g (the scale is a
+//         power of two of a trained log2 threshold, joule.Pow2Ceil, whose gradient adds s ln 2)
 // Integer formats; every other format passes the gradient straight through (no scale gradient).
 #include <cmath>
 
@@ -27,7 +29,8 @@ void run(KernelContext& c) {
     fail(c.node.where() + ": dY " + dY.describe() + " and X " + X.describe() + " must be float32 of one shape");
   const quant::Format f = quant::format_from_attrs(c.node);
   const std::string method = c.node.attr_string("qat", "ste");
-  if (method != "ste" && method != "lsq" && method != "pact") fail(c.node.where() + ": qat '" + method + "' (ste, lsq, pact)");
+  if (method != "ste" && method != "lsq" && method != "pact" && method != "tqt")
+    fail(c.node.where() + ": qat '" + method + "' (ste, lsq, pact, tqt)");
   const float* dy = dY.data<float>();
   const float* x = X.data<float>();
   float* dx = c.output(0, DType::Float32, X.shape()).data<float>();
@@ -69,7 +72,7 @@ void run(KernelContext& c) {
       t = qmax - z[k];
     } else {
       dx[i] = dy[i];
-      t = method == "lsq" ? std::nearbyint(v) - v : 0.0;
+      t = method == "lsq" || method == "tqt" ? std::nearbyint(v) - v : 0.0;
     }
     acc[k] += static_cast<double>(dy[i]) * t;
   }

@@ -65,6 +65,7 @@ void log_rule(GradContext& c) { activation(c, "Log"); }
 void sqrt_rule(GradContext& c) { activation(c, "Sqrt"); }
 void abs_rule(GradContext& c) { activation(c, "Abs"); }
 void reciprocal_rule(GradContext& c) { activation(c, "Reciprocal"); }
+void pow2_ceil_rule(GradContext& c) { activation(c, "Pow2Ceil"); }
 void leaky_relu_rule(GradContext& c) { activation(c, "LeakyRelu", {c.node.attr_float("alpha", 0.01f)}); }
 void elu_rule(GradContext& c) { activation(c, "Elu", {c.node.attr_float("alpha", 1.0f)}); }
 void hard_sigmoid_rule(GradContext& c) {
@@ -132,7 +133,7 @@ const std::vector<GradDef>& elementwise_grads() {
       {"", "Abs", abs_rule},           {"", "Reciprocal", reciprocal_rule},
       {"", "Clip", clip_rule},         {"", "Where", where_rule},
       {"", "Cast", cast_rule},         {"", "Sum", sum_rule},
-      {"", "Mean", mean_rule},
+      {"", "Mean", mean_rule},         {"joule", "Pow2Ceil", pow2_ceil_rule},
   };
   return rules;
 }
