@@ -45,7 +45,7 @@ echo "== joule train: 300 steps from random weights (AdamW, batch 64), validated
 "$joule" train default --init random --data "$fm:train" --val "$fm:test" --val-samples 2000 --steps 300 \
   --batch 64 --optimizer adamw --lr 3e-3 --hflip --threads 2 -o "$run_dir/fashion_cnn_trained.onnx" --quiet
 echo
-echo "== joule qat: W4A4 with learned step sizes (LSQ), 200 steps: FP32, post-training and QAT top-1 on 2 000 test images"
+echo "== joule qat: W4A4 with learned step sizes (LSQ), one epoch: FP32, post-training and QAT top-1 on the 10 000 test images"
 "$joule" qat default --config "$here/examples/quant/w4a4.yaml" --data "$fm:train" --eval "$fm:test" \
-  --eval-samples 2000 --steps 200 --batch 64 --optimizer adamw --lr 2e-4 --threads 2 \
+  --epochs 1 --batch 128 --optimizer adamw --lr 2e-4 --weight-decay 0 --schedule cosine --hflip --threads 2 \
   -o "$run_dir/fashion_cnn_w4a4_qat.onnx" --quiet

@@ -393,9 +393,11 @@ TrainReport qat(const Model& model, const QatOptions& o, const Hooks& hooks) {
   if (!qo.eval.empty()) {
     const std::unique_ptr<data::Dataset> ev = open_data(qo.eval, q.model, qo.preprocess);
     j["data"] = ev->describe();
-    j["fp32_top1"] = evaluate_graph(q.graph, *ev, qo, hooks, "fp32").top1_rate();
+    const data::EvalResult fp32 = evaluate_graph(q.graph, *ev, qo, hooks, "fp32");
+    j["fp32_top1"] = fp32.top1_rate();
     j["ptq_top1"] = evaluate_graph(quant::insert_qdq(q.graph, q.plan), *ev, qo, hooks, "post-training").top1_rate();
     j["qat_top1"] = evaluate_graph(r.model.graph(), *ev, qo, hooks, "qat").top1_rate();
+    j["eval_samples"] = fp32.samples;
   }
   r.json["qat"] = j;
   return r;

@@ -196,9 +196,9 @@ Action add_qat(CLI::App& app) {
                      r["tensors_quantized"].get<size_t>(),
                      r["fake_quant_nodes"].get<size_t>() ? " (formats beyond 8-bit integers as joule FakeQuant nodes)" : "");
           if (r.contains("qat_top1"))
-            fmt::print("top-1 on {}: fp32 {:.2f}%  post-training {:.2f}%  quantization-aware {:.2f}%\n",
-                       r["data"].get<std::string>(), 100 * r["fp32_top1"].get<double>(), 100 * r["ptq_top1"].get<double>(),
-                       100 * r["qat_top1"].get<double>());
+            fmt::print("top-1 on {} samples of {}: fp32 {:.2f}%  post-training {:.2f}%  quantization-aware {:.2f}%\n",
+                       r["eval_samples"].get<size_t>(), r["data"].get<std::string>(), 100 * r["fp32_top1"].get<double>(),
+                       100 * r["ptq_top1"].get<double>(), 100 * r["qat_top1"].get<double>());
         });
   };
 }
