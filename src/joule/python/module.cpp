@@ -424,15 +424,13 @@ PYBIND11_MODULE(_joule, m) {
   }, py::arg("model"));
 
   // train, finetune and qat share the training options and the way they run.
-  auto train_like = [](const char* name, const api::Model& model, py::object data, py::kwargs kw,
-                       const std::function<void(Kwargs&)>& extra,
+  auto train_like = [](const char* name, py::object data, py::kwargs kw, const std::function<void(Kwargs&)>& extra,
                        const std::function<api::TrainReport(const api::TrainOptions&, const api::Hooks&)>& run) {
     Kwargs k(name, kw);
     api::TrainOptions o = train_options(k, data);
     extra(k);
     py::object progress = k.take("progress"), on_record = k.take("on_record");
     k.finish();
-    (void)model;
     api::TrainReport r = without_gil(progress, [&](api::Hooks h) {
       if (!on_record.is_none())
         h.record = [&on_record](const nlohmann::json& j) {
@@ -444,7 +442,7 @@ PYBIND11_MODULE(_joule, m) {
     return DerivedModel{r.model, dump(r.to_json())};
   };
   m.def("train", [train_like](const api::Model& model, py::object data, py::kwargs kw) {
-    return train_like("train", model, data, kw, [](Kwargs&) {},
+    return train_like("train", data, kw, [](Kwargs&) {},
                       [&](const api::TrainOptions& o, const api::Hooks& h) { return api::train(model, o, h); });
   }, py::arg("model"), py::arg("data"));
   m.def("training_graph", [](const api::Model& model, py::object data, py::kwargs kw) {
@@ -455,7 +453,7 @@ PYBIND11_MODULE(_joule, m) {
   }, py::arg("model"), py::arg("data"));
   m.def("finetune", [train_like](const api::Model& model, py::object data, py::kwargs kw) {
     train::LoraOptions lora;
-    return train_like("finetune", model, data, kw,
+    return train_like("finetune", data, kw,
                       [&](Kwargs& k) {
                         k.get("rank", lora.rank);
                         k.get("alpha", lora.alpha);
@@ -469,7 +467,7 @@ PYBIND11_MODULE(_joule, m) {
   }, py::arg("model"), py::arg("data"));
   m.def("qat", [train_like](const api::Model& model, py::object data, py::kwargs kw) {
     api::QatOptions q;
-    return train_like("qat", model, data, kw,
+    return train_like("qat", data, kw,
                       [&](Kwargs& k) {
                         q.quant = quant_options(k);
                         k.get("method", q.method);
