@@ -5,6 +5,10 @@
 #include <limits>
 #include <type_traits>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 namespace joule::ops::movement {
 
 std::vector<ir::Dim> dims_of(const Shape& s) {
@@ -126,6 +130,22 @@ ir::TensorType permute_type(const ir::TensorType& t, const std::vector<int64_t>&
 
 namespace {
 
+#ifdef __SSE2__
+// dst[k * dst_stride + l] = src[l * src_stride + k] for k, l < 4: 4-byte elements, bit-exact.
+template <class U>
+inline void transpose4x4(const U* src, int64_t src_stride, U* dst, int64_t dst_stride) {
+  auto load = [&](int64_t l) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + l * src_stride)); };
+  const __m128i a = load(0), b = load(1), c = load(2), d = load(3);
+  const __m128i ab_lo = _mm_unpacklo_epi32(a, b), cd_lo = _mm_unpacklo_epi32(c, d);
+  const __m128i ab_hi = _mm_unpackhi_epi32(a, b), cd_hi = _mm_unpackhi_epi32(c, d);
+  auto store = [&](int64_t k, __m128i v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + k * dst_stride), v); };
+  store(0, _mm_unpacklo_epi64(ab_lo, cd_lo));
+  store(1, _mm_unpackhi_epi64(ab_lo, cd_lo));
+  store(2, _mm_unpacklo_epi64(ab_hi, cd_hi));
+  store(3, _mm_unpackhi_epi64(ab_hi, cd_hi));
+}
+#endif
+
 // out[o] = in[offset(o)] where the input's contiguous axis is output axis q (< r - 1) and the
 // output's last axis reads the input with stride `strides[r - 1]`: a batch of 2-D transposes,
 // copied in 16 x 16 tiles so that both sides touch whole cache lines.
@@ -146,7 +166,18 @@ void tiled_transpose(const U* src, U* dst, const Shape& out_shape, const std::ve
       const int64_t i1 = std::min(ni, i0 + T);
       for (int64_t j0 = 0; j0 < nj; j0 += T) {
         const int64_t j1 = std::min(nj, j0 + T);
-        for (int64_t i = i0; i < i1; ++i) {
+        int64_t i = i0;
+#ifdef __SSE2__
+        if constexpr (sizeof(U) == 4) {  // whole 4 x 4 blocks through SSE2 registers
+          for (; i + 4 <= i1; i += 4) {
+            int64_t j = j0;
+            for (; j + 4 <= j1; j += 4) transpose4x4(src + in_base + i + j * sj, sj, dst + out_base + i * oi + j, oi);
+            for (; j < j1; ++j)
+              for (int64_t k = 0; k < 4; ++k) dst[out_base + (i + k) * oi + j] = src[in_base + i + k + j * sj];
+          }
+        }
+#endif
+        for (; i < i1; ++i) {
           U* d = dst + out_base + i * oi;
           const U* s = src + in_base + i;
           for (int64_t j = j0; j < j1; ++j) d[j] = s[j * sj];
