@@ -6,7 +6,7 @@ MODEL_CACHE ?= $(HOME)/.cache/joule/models
 PY := /usr/bin/python3
 export JOULE_MODEL_DIR := $(MODEL_CACHE)
 
-.PHONY: all setup build test demo fixtures clean train-fashion bench-train
+.PHONY: all setup build test demo fixtures clean train-fashion bench-train zoo
 
 all: build
 
@@ -39,6 +39,12 @@ train-fashion: build
 # training speed against PyTorch, same model, batch and threads.
 bench-train: build
 	@PYTHONPATH=$(BUILD)/python $(PY) tools/bench_train.py --batch 256 --threads 2 --steps 25 --processes 3
+
+# 18 torchvision architectures (seeded weights, exported once to ~/.cache/joule/zoo): joule's
+# output against PyTorch's and its 1-thread latency; ZOO_OTHER=path/to/joule times another build too.
+zoo: build
+	$(PY) tools/zoo.py export $(HOME)/.cache/joule/zoo
+	$(PY) tools/zoo.py check $(HOME)/.cache/joule/zoo $(BUILD)/joule $(ZOO_OTHER)
 
 clean:
 	rm -rf $(BUILD)

@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """A zoo of torchvision architectures for checks beyond the five models of tests/models/.
 
-    export  DIR               each architecture with seeded random weights (BatchNorm statistics
-                              made non-trivial) as DIR/NAME/model.onnx, with a seeded input and
-                              PyTorch's output (input.npy, output.npy); existing ones are kept
+    export  DIR               each architecture with seeded random weights (no all-zero layer,
+                              norms made non-trivial) as DIR/NAME/model.onnx, with a seeded input
+                              and PyTorch's output (input.npy, output.npy); existing ones are kept
     check   DIR JOULE [B]     for each model: joule's output against PyTorch's (max |diff| / max
                               |torch|, same top-1), and the median of joule bench at 1 thread;
                               with a second joule binary B, both timed in alternating processes
@@ -32,6 +32,8 @@ ZOO = {
 def export(out):
     import torch
     import torchvision
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import export_models as em
     torch.set_num_threads(2)
     for name, size in ZOO.items():
         d = os.path.join(out, name)
@@ -40,14 +42,13 @@ def export(out):
         os.makedirs(d, exist_ok=True)
         torch.manual_seed(0)
         kw = {"aux_logits": False, "init_weights": True} if name == "googlenet" else {}
-        net = getattr(torchvision.models, name)(weights=None, **kw).eval()
-        gen = torch.Generator().manual_seed(1)
-        with torch.no_grad():
-            for m in net.modules():
-                if isinstance(m, torch.nn.BatchNorm2d):
-                    m.running_mean.copy_(torch.randn(m.num_features, generator=gen) * 0.1)
-                    m.running_var.copy_(torch.rand(m.num_features, generator=gen) + 0.5)
-        x = torch.randn(1, 3, size, size, generator=gen)
+        net = getattr(torchvision.models, name)(weights=None, **kw)
+        # No all-zero head (ViT's would make every logit 0), biases or norms that hide a bug.
+        em.reinit_zero_linears(net)
+        em.randomize_zero_params(net)
+        em.randomize_norms(net)
+        net.eval()
+        x = torch.randn(1, 3, size, size, generator=torch.Generator().manual_seed(1))
         with torch.no_grad():
             y = net(x)
         torch.onnx.export(net, x, os.path.join(d, "model.onnx"), opset_version=17, input_names=["input"],
@@ -77,7 +78,6 @@ def check(out, joule, other=None):
                        capture_output=True, check=True)
         got = np.load(os.path.join(o, os.listdir(o)[0]))
         want = np.load(os.path.join(d, "output.npy"))
-        # (A zero-initialised head, as vit_b_16's, gives all-zero logits: then the error is absolute.)
         err = float(np.abs(got - want).max() / max(float(np.abs(want).max()), 1e-6))
         worst = max(worst, err)
         same = int(np.argmax(got) == np.argmax(want))
