@@ -23,22 +23,15 @@ class OnednnConv : public ConvKernel {
     // oneDNN sizes a primitive's work split (and so its OpenMP team) when it is created.
     onednn_set_threads(threads);
     const auto& eng = onednn_engine();
-    const memory::dims src_dims = {s.n, s.c, s.h, s.w}, dst_dims = {s.n, s.m, s.oh, s.ow};
-    const bool grouped = s.group > 1;
-    const memory::dims w_dims = grouped ? memory::dims{s.group, s.mg(), s.cg(), s.kh, s.kw}
-                                        : memory::dims{s.m, s.cg(), s.kh, s.kw};
+    const OnednnConvDims d = onednn_conv_dims(s);
     const tag user_tag = channels_last ? tag::nhwc : tag::nchw;
-    user_src_md_ = memory::desc(src_dims, dt::f32, user_tag);
-    user_dst_md_ = memory::desc(dst_dims, dt::f32, user_tag);
     // N,H,W,C is also the primitive's layout; on N,C,H,W it chooses its own.
     const tag act_tag = channels_last ? tag::nhwc : tag::any;
     const memory::desc bias_md = has_bias ? memory::desc({s.m}, dt::f32, tag::x) : memory::desc();
-    dnnl::convolution_forward::desc d(
-        dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-        memory::desc(src_dims, dt::f32, act_tag), memory::desc(w_dims, dt::f32, tag::any), bias_md,
-        memory::desc(dst_dims, dt::f32, act_tag), {s.stride_h, s.stride_w}, {s.dil_h - 1, s.dil_w - 1},
-        {s.pad_top, s.pad_left}, {onednn_pad_end(s.h, s.oh, s.kh, s.stride_h, s.dil_h, s.pad_top),
-                                  onednn_pad_end(s.w, s.ow, s.kw, s.stride_w, s.dil_w, s.pad_left)});
+    dnnl::convolution_forward::desc cd(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                       memory::desc(d.src, dt::f32, act_tag), memory::desc(d.w, dt::f32, tag::any),
+                                       bias_md, memory::desc(d.dst, dt::f32, act_tag), d.strides, d.dil, d.pad_l,
+                                       d.pad_r);
     dnnl::post_ops po;
     if (ep.residual) po.append_sum(1.f);
     switch (ep.act) {
@@ -50,34 +43,23 @@ class OnednnConv : public ConvKernel {
     dnnl::primitive_attr attr;
     attr.set_post_ops(po);
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    pd_ = dnnl::convolution_forward::primitive_desc(d, attr, eng);
+    pd_ = dnnl::convolution_forward::primitive_desc(cd, attr, eng);
     prim_ = dnnl::convolution_forward(pd_);
 
     // Weights (and bias) are reordered once into the primitive's layout; runtime weights at
     // every run (run_weights).
-    user_w_ = memory({w_dims, dt::f32, grouped ? tag::goihw : tag::oihw}, eng, DNNL_MEMORY_NONE);
+    user_w_ = memory({d.w, dt::f32, d.w_tag()}, eng, DNNL_MEMORY_NONE);
     weights_ = memory(pd_.weights_desc(), eng);
     w_reorder_ = dnnl::reorder(user_w_, weights_);
     if (has_bias) bias_ = memory(pd_.bias_desc(), eng);
     if (weight) load_weights(weight, bias);
-    user_src_ = memory(user_src_md_, eng, DNNL_MEMORY_NONE);
-    user_dst_ = memory(user_dst_md_, eng, DNNL_MEMORY_NONE);
-    reorder_src_ = pd_.src_desc() != user_src_md_;
-    reorder_dst_ = pd_.dst_desc() != user_dst_md_;
-    if (reorder_src_) {
-      src_ = memory(pd_.src_desc(), eng);
-      src_reorder_ = dnnl::reorder(user_src_, src_);
-    }
-    if (reorder_dst_) {
-      dst_ = memory(pd_.dst_desc(), eng);
-      dst_in_reorder_ = dnnl::reorder(user_dst_, dst_);
-      dst_reorder_ = dnnl::reorder(dst_, user_dst_);
-    }
+    src_ = OnednnOperand(memory::desc(d.src, dt::f32, user_tag), pd_.src_desc());
+    dst_ = OnednnOperand(memory::desc(d.dst, dt::f32, user_tag), pd_.dst_desc());
     scratch_ = memory(pd_.scratchpad_desc(), eng);
-    // The handles are fixed; run() only points user_src_ / user_dst_ at the caller's data.
-    args_ = {{DNNL_ARG_SRC, reorder_src_ ? src_ : user_src_},
+    // The memories are fixed; run() only points them at the caller's data.
+    args_ = {{DNNL_ARG_SRC, src_.arg()},
              {DNNL_ARG_WEIGHTS, weights_},
-             {DNNL_ARG_DST, reorder_dst_ ? dst_ : user_dst_},
+             {DNNL_ARG_DST, dst_.arg()},
              {DNNL_ARG_SCRATCHPAD, scratch_}};
     if (has_bias) args_[DNNL_ARG_BIAS] = bias_;
   }
@@ -91,19 +73,17 @@ class OnednnConv : public ConvKernel {
 
   void run(const float* x, const float* residual, float* y, ThreadPool& pool) const override {
     onednn_set_threads(pool.threads());
-    user_src_.set_data_handle(const_cast<float*>(x));
-    if (reorder_src_) src_reorder_.execute(stream_, user_src_, src_);
+    src_.read(x, stream_);
     if (ep_.residual) {
       // The sum post-op adds what dst holds: put the residual there first.
-      user_dst_.set_data_handle(const_cast<float*>(residual));
-      if (reorder_dst_)
-        dst_in_reorder_.execute(stream_, user_dst_, dst_);
+      if (dst_.reorder)
+        dst_.read(residual, stream_);
       else
         std::memcpy(y, residual, sizeof(float) * static_cast<size_t>(s_.n * s_.m * s_.oh * s_.ow));
     }
-    user_dst_.set_data_handle(y);
+    dst_.bind(y);
     prim_.execute(stream_, args_);
-    if (reorder_dst_) dst_reorder_.execute(stream_, dst_, user_dst_);
+    dst_.finish(stream_);
     stream_.wait();
   }
 
@@ -122,11 +102,10 @@ class OnednnConv : public ConvKernel {
   mutable dnnl::stream stream_;
   dnnl::convolution_forward::primitive_desc pd_;
   dnnl::convolution_forward prim_;
-  memory::desc user_src_md_, user_dst_md_;
-  mutable memory user_src_, user_dst_, src_, dst_, weights_, bias_, scratch_, user_w_;
-  bool reorder_src_ = false, reorder_dst_ = false;
+  mutable OnednnOperand src_, dst_;
+  mutable memory weights_, bias_, scratch_, user_w_;
   std::unordered_map<int, memory> args_;
-  dnnl::reorder src_reorder_, dst_in_reorder_, dst_reorder_, w_reorder_;
+  dnnl::reorder w_reorder_;
 };
 
 }  // namespace
@@ -161,6 +140,38 @@ const dnnl::engine& onednn_engine() {
 
 int64_t onednn_pad_end(int64_t in, int64_t out, int64_t k, int64_t stride, int64_t dil, int64_t pad_begin) {
   return (out - 1) * stride + (k - 1) * dil + 1 - in - pad_begin;
+}
+
+OnednnConvDims onednn_conv_dims(const ConvShape& s) {
+  OnednnConvDims d;
+  d.src = {s.n, s.c, s.h, s.w};
+  d.dst = {s.n, s.m, s.oh, s.ow};
+  d.grouped = s.group > 1;
+  d.w = d.grouped ? memory::dims{s.group, s.mg(), s.cg(), s.kh, s.kw} : memory::dims{s.m, s.cg(), s.kh, s.kw};
+  d.strides = {s.stride_h, s.stride_w};
+  d.dil = {s.dil_h - 1, s.dil_w - 1};
+  d.pad_l = {s.pad_top, s.pad_left};
+  d.pad_r = {onednn_pad_end(s.h, s.oh, s.kh, s.stride_h, s.dil_h, s.pad_top),
+             onednn_pad_end(s.w, s.ow, s.kw, s.stride_w, s.dil_w, s.pad_left)};
+  return d;
+}
+
+OnednnOperand::OnednnOperand(const memory::desc& user_md, const memory::desc& prim_md)
+    : user(user_md, onednn_engine(), DNNL_MEMORY_NONE), reorder(user_md != prim_md) {
+  if (reorder) {
+    prim = memory(prim_md, onednn_engine());
+    to_prim = dnnl::reorder(user, prim);
+    from_prim = dnnl::reorder(prim, user);
+  }
+}
+
+void OnednnOperand::read(const float* p, dnnl::stream& s) {
+  user.set_data_handle(const_cast<float*>(p));
+  if (reorder) to_prim.execute(s, user, prim);
+}
+
+void OnednnOperand::finish(dnnl::stream& s) {
+  if (reorder) from_prim.execute(s, prim, user);
 }
 
 }  // namespace joule::kernels

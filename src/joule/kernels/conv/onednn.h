@@ -3,8 +3,8 @@
 // the primitive picks its blocked layouts (format_tag::any) and activations are reordered from /
 // to NCHW around each run; with `channels_last` the tensors are N,H,W,C and the primitive
 // computes in that layout (oneDNN's nxc kernels), so nothing is reordered. Constant weights are
-// reordered once here; weights given at run time (training) at every run. Bias, residual (sum post-op) and activation (eltwise post-op) are fused
-// into the primitive.
+// reordered once here; weights given at run time (training) at every run. Bias, residual (sum
+// post-op) and activation (eltwise post-op) are fused into the primitive.
 #include <dnnl.hpp>
 #include <memory>
 #include <string>
@@ -29,5 +29,30 @@ const dnnl::engine& onednn_engine();
 // oneDNN wants the end padding that makes (in + pb + pe - extent) / stride exact; ONNX's
 // floor division may leave unused rows at the end, so it is derived from the output size.
 int64_t onednn_pad_end(int64_t in, int64_t out, int64_t k, int64_t stride, int64_t dil, int64_t pad_begin);
+
+// A convolution's geometry as oneDNN's descriptors take it (weights grouped when group > 1).
+struct OnednnConvDims {
+  dnnl::memory::dims src, dst, w, strides, dil, pad_l, pad_r;
+  bool grouped = false;
+  dnnl::memory::format_tag w_tag() const { return grouped ? dnnl::memory::format_tag::goihw : dnnl::memory::format_tag::oihw; }
+};
+OnednnConvDims onednn_conv_dims(const ConvShape& s);
+
+// A caller's buffer in its plain layout and the primitive's copy of it, made once, when the
+// primitive chose another layout. arg() is what the primitive is given; the caller's pointer
+// is set at every run (read: an input, brought into the primitive's layout; bind + finish: an
+// output, written back after the primitive ran).
+struct OnednnOperand {
+  dnnl::memory user, prim;
+  dnnl::reorder to_prim, from_prim;
+  bool reorder = false;
+
+  OnednnOperand() = default;
+  OnednnOperand(const dnnl::memory::desc& user_md, const dnnl::memory::desc& prim_md);
+  const dnnl::memory& arg() const { return reorder ? prim : user; }
+  void read(const float* p, dnnl::stream& s);
+  void bind(float* p) { user.set_data_handle(p); }
+  void finish(dnnl::stream& s);
+};
 
 }  // namespace joule::kernels

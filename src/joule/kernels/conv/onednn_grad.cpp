@@ -17,59 +17,11 @@ using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
-// A caller's buffer in its plain layout and the primitive's copy of it (when the layouts differ).
-struct Operand {
-  memory user, prim;
-  dnnl::reorder to_prim, from_prim;
-  bool reorder = false;
-
-  Operand(const memory::desc& user_md, const memory::desc& prim_md) {
-    const auto& eng = onednn_engine();
-    user = memory(user_md, eng, DNNL_MEMORY_NONE);
-    reorder = user_md != prim_md;
-    if (reorder) {
-      prim = memory(prim_md, eng);
-      to_prim = dnnl::reorder(user, prim);
-      from_prim = dnnl::reorder(prim, user);
-    }
-  }
-  const memory& arg() const { return reorder ? prim : user; }
-  // An input: points at `p` and brings it into the primitive's layout.
-  void read(const float* p, dnnl::stream& s) {
-    user.set_data_handle(const_cast<float*>(p));
-    if (reorder) to_prim.execute(s, user, prim);
-  }
-  // An output: written back to `p` after the primitive ran (finish()).
-  void bind(float* p) { user.set_data_handle(p); }
-  void finish(dnnl::stream& s) {
-    if (reorder) from_prim.execute(s, prim, user);
-  }
-};
-
-struct Descs {
-  memory::dims src, dst, w, strides, dil, pad_l, pad_r;
-  bool grouped = false;
-};
-
-Descs descs_of(const ConvShape& s) {
-  Descs d;
-  d.src = {s.n, s.c, s.h, s.w};
-  d.dst = {s.n, s.m, s.oh, s.ow};
-  d.grouped = s.group > 1;
-  d.w = d.grouped ? memory::dims{s.group, s.mg(), s.cg(), s.kh, s.kw} : memory::dims{s.m, s.cg(), s.kh, s.kw};
-  d.strides = {s.stride_h, s.stride_w};
-  d.dil = {s.dil_h - 1, s.dil_w - 1};
-  d.pad_l = {s.pad_top, s.pad_left};
-  d.pad_r = {onednn_pad_end(s.h, s.oh, s.kh, s.stride_h, s.dil_h, s.pad_top),
-             onednn_pad_end(s.w, s.ow, s.kw, s.stride_w, s.dil_w, s.pad_left)};
-  return d;
-}
-
 memory::desc any(const memory::dims& dims) { return memory::desc(dims, dt::f32, tag::any); }
 memory::desc plain(const memory::dims& dims) { return memory::desc(dims, dt::f32, tag::nchw); }
 
 // The forward primitive the backward ones are hinted with.
-dnnl::convolution_forward::primitive_desc forward_hint(const Descs& d, bool bias) {
+dnnl::convolution_forward::primitive_desc forward_hint(const OnednnConvDims& d, bool bias) {
   const dnnl::convolution_forward::desc f(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
                                           any(d.src), any(d.w), bias ? memory::desc({d.dst[1]}, dt::f32, tag::x) : memory::desc(),
                                           any(d.dst), d.strides, d.dil, d.pad_l, d.pad_r);
@@ -86,14 +38,14 @@ class GradDataKernel : public Kernel {
  public:
   GradDataKernel(const ConvShape& s, int threads) : s_(s), stream_(onednn_engine()) {
     onednn_set_threads(threads);
-    const Descs d = descs_of(s);
+    const OnednnConvDims d = onednn_conv_dims(s);
     const dnnl::convolution_backward_data::desc bd(dnnl::algorithm::convolution_direct, any(d.src), any(d.w),
                                                    any(d.dst), d.strides, d.dil, d.pad_l, d.pad_r);
     pd_ = dnnl::convolution_backward_data::primitive_desc(bd, user_scratchpad(), onednn_engine(), forward_hint(d, false));
     prim_ = dnnl::convolution_backward_data(pd_);
-    dy_ = std::make_unique<Operand>(plain(d.dst), pd_.diff_dst_desc());
-    w_ = std::make_unique<Operand>(memory::desc(d.w, dt::f32, d.grouped ? tag::goihw : tag::oihw), pd_.weights_desc());
-    dx_ = std::make_unique<Operand>(plain(d.src), pd_.diff_src_desc());
+    dy_ = OnednnOperand(plain(d.dst), pd_.diff_dst_desc());
+    w_ = OnednnOperand(memory::desc(d.w, dt::f32, d.w_tag()), pd_.weights_desc());
+    dx_ = OnednnOperand(plain(d.src), pd_.diff_src_desc());
     scratch_ = memory(pd_.scratchpad_desc(), onednn_engine());
   }
 
@@ -106,12 +58,12 @@ class GradDataKernel : public Kernel {
     Shape xs = c.node.attr_ints("input_shape");
     Tensor& dX = c.output(0, DType::Float32, xs);
     onednn_set_threads(c.pool->threads());
-    dy_->read(dY.data<float>(), stream_);
-    w_->read(W.data<float>(), stream_);
-    dx_->bind(dX.data<float>());
-    prim_.execute(stream_, {{DNNL_ARG_DIFF_DST, dy_->arg()}, {DNNL_ARG_WEIGHTS, w_->arg()},
-                            {DNNL_ARG_DIFF_SRC, dx_->arg()}, {DNNL_ARG_SCRATCHPAD, scratch_}});
-    dx_->finish(stream_);
+    dy_.read(dY.data<float>(), stream_);
+    w_.read(W.data<float>(), stream_);
+    dx_.bind(dX.data<float>());
+    prim_.execute(stream_, {{DNNL_ARG_DIFF_DST, dy_.arg()}, {DNNL_ARG_WEIGHTS, w_.arg()},
+                            {DNNL_ARG_DIFF_SRC, dx_.arg()}, {DNNL_ARG_SCRATCHPAD, scratch_}});
+    dx_.finish(stream_);
     stream_.wait();
   }
   std::string detail() const override { return pd_.impl_info_str(); }
@@ -121,7 +73,7 @@ class GradDataKernel : public Kernel {
   mutable dnnl::stream stream_;
   dnnl::convolution_backward_data::primitive_desc pd_;
   dnnl::convolution_backward_data prim_;
-  std::unique_ptr<Operand> dy_, w_, dx_;
+  mutable OnednnOperand dy_, w_, dx_;
   memory scratch_;
 };
 
@@ -129,16 +81,16 @@ class GradWeightKernel : public Kernel {
  public:
   GradWeightKernel(const ConvShape& s, bool bias, int threads) : s_(s), bias_(bias), stream_(onednn_engine()) {
     onednn_set_threads(threads);
-    const Descs d = descs_of(s);
+    const OnednnConvDims d = onednn_conv_dims(s);
     const memory::desc bmd = bias ? memory::desc({s.m}, dt::f32, tag::x) : memory::desc();
     const dnnl::convolution_backward_weights::desc bd(dnnl::algorithm::convolution_direct, any(d.src), any(d.w), bmd,
                                                       any(d.dst), d.strides, d.dil, d.pad_l, d.pad_r);
     pd_ = dnnl::convolution_backward_weights::primitive_desc(bd, user_scratchpad(), onednn_engine(), forward_hint(d, bias));
     prim_ = dnnl::convolution_backward_weights(pd_);
-    x_ = std::make_unique<Operand>(plain(d.src), pd_.src_desc());
-    dy_ = std::make_unique<Operand>(plain(d.dst), pd_.diff_dst_desc());
-    dw_ = std::make_unique<Operand>(memory::desc(d.w, dt::f32, d.grouped ? tag::goihw : tag::oihw), pd_.diff_weights_desc());
-    if (bias) db_ = std::make_unique<Operand>(memory::desc({s.m}, dt::f32, tag::x), pd_.diff_bias_desc());
+    x_ = OnednnOperand(plain(d.src), pd_.src_desc());
+    dy_ = OnednnOperand(plain(d.dst), pd_.diff_dst_desc());
+    dw_ = OnednnOperand(memory::desc(d.w, dt::f32, d.w_tag()), pd_.diff_weights_desc());
+    if (bias) db_ = OnednnOperand(memory::desc({s.m}, dt::f32, tag::x), pd_.diff_bias_desc());
     scratch_ = memory(pd_.scratchpad_desc(), onednn_engine());
   }
 
@@ -150,18 +102,18 @@ class GradWeightKernel : public Kernel {
       fail(c.node.where() + ": X " + X.describe() + " or dY " + dY.describe() + " differs from the plan");
     Tensor& dW = c.output(0, DType::Float32, c.node.attr_ints("weight_shape"));
     onednn_set_threads(c.pool->threads());
-    x_->read(X.data<float>(), stream_);
-    dy_->read(dY.data<float>(), stream_);
-    dw_->bind(dW.data<float>());
-    std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, x_->arg()}, {DNNL_ARG_DIFF_DST, dy_->arg()},
-                                            {DNNL_ARG_DIFF_WEIGHTS, dw_->arg()}, {DNNL_ARG_SCRATCHPAD, scratch_}};
+    x_.read(X.data<float>(), stream_);
+    dy_.read(dY.data<float>(), stream_);
+    dw_.bind(dW.data<float>());
+    std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, x_.arg()}, {DNNL_ARG_DIFF_DST, dy_.arg()},
+                                            {DNNL_ARG_DIFF_WEIGHTS, dw_.arg()}, {DNNL_ARG_SCRATCHPAD, scratch_}};
     if (bias_) {
-      db_->bind(c.output(1, DType::Float32, {s_.m}).data<float>());
-      args[DNNL_ARG_DIFF_BIAS] = db_->arg();
+      db_.bind(c.output(1, DType::Float32, {s_.m}).data<float>());
+      args[DNNL_ARG_DIFF_BIAS] = db_.arg();
     }
     prim_.execute(stream_, args);
-    dw_->finish(stream_);
-    if (bias_) db_->finish(stream_);
+    dw_.finish(stream_);
+    if (bias_) db_.finish(stream_);
     stream_.wait();
   }
   std::string detail() const override { return pd_.impl_info_str(); }
@@ -172,7 +124,7 @@ class GradWeightKernel : public Kernel {
   mutable dnnl::stream stream_;
   dnnl::convolution_backward_weights::primitive_desc pd_;
   dnnl::convolution_backward_weights prim_;
-  std::unique_ptr<Operand> x_, dy_, dw_, db_;
+  mutable OnednnOperand x_, dy_, dw_, db_;
   memory scratch_;
 };
 
