@@ -68,6 +68,61 @@ void expect_float_matches_double(const std::string& op, const std::vector<Tensor
   expect_close(got, want, atol, rtol, op);
 }
 
+// The functions behind the unary simd kernels (kernels/eltwise/unary.cpp) against libm in
+// double over their ranges, with the bounds the comments in ops/vec_math.h state, and their
+// special values.
+template <class F, class G>
+double worst_rel(double lo, double hi, double step, F got, G want, double floor = 0) {
+  double worst = 0;
+  for (double x = lo; x <= hi; x += step) {
+    const float xf = static_cast<float>(x);
+    const double w = want(static_cast<double>(xf));
+    worst = std::max(worst, std::abs(got(xf) - w) / std::max(std::abs(w), floor));
+  }
+  return worst;
+}
+
+TEST(VecMath, TranscendentalsWithinStatedErrors) {
+  EXPECT_LT(worst_rel(-87, 88.7, 0.0007, [](float x) { return vec::exp_full(x); }, [](double x) { return std::exp(x); }), 2.5e-7);
+  EXPECT_LT(worst_rel(-20, 88.7, 0.0003, [](float x) { return vec::expm1(x); }, [](double x) { return std::expm1(x); }), 3e-7);
+  EXPECT_LT(worst_rel(-1e-3, 1e-3, 1.3e-7, [](float x) { return vec::expm1(x); }, [](double x) { return std::expm1(x); }, 1e-30), 3e-7);
+  EXPECT_LT(worst_rel(1e-6, 1e3, 0.0009, [](float x) { return vec::log(x); }, [](double x) { return std::log(x); }, 1e-3), 2.5e-7);
+  EXPECT_LT(worst_rel(-0.999, 10, 0.00011, [](float x) { return vec::log1p(x); }, [](double x) { return std::log1p(x); }, 1e-30), 3e-7);
+  EXPECT_LT(worst_rel(-80, 80, 0.0003, [](float x) { return vec::sigmoid(x); }, [](double x) { return 1 / (1 + std::exp(-x)); }), 3e-7);
+  EXPECT_LT(worst_rel(-12, 12, 0.00013, [](float x) { return vec::tanh(x); }, [](double x) { return std::tanh(x); }, 1e-30), 4e-7);
+  EXPECT_LT(worst_rel(-80, 80, 0.0003, [](float x) { return vec::softplus(x); }, [](double x) { return std::log1p(std::exp(x)); }), 4e-7);
+  EXPECT_LT(worst_rel(-6, 6, 0.00007, [](float x) { return vec::erf(x); }, [](double x) { return std::erf(x); }, 1e-30), 3e-7);
+  // log near 1, subnormals
+  EXPECT_LT(worst_rel(0.999, 1.001, 1e-7, [](float x) { return vec::log(x); }, [](double x) { return std::log(x); }, 1e-30), 2.5e-7);
+  EXPECT_NEAR(vec::log(1e-42f), std::log(static_cast<double>(1e-42f)), 1e-5);
+}
+
+TEST(VecMath, SpecialValues) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  EXPECT_EQ(vec::exp_full(89.f), inf);
+  EXPECT_EQ(vec::exp_full(inf), inf);
+  EXPECT_EQ(vec::exp_full(-inf), 0.f);
+  EXPECT_GT(vec::exp_full(-100.f), 0.f);  // subnormal, not flushed
+  EXPECT_EQ(vec::expm1(-inf), -1.f);
+  EXPECT_EQ(vec::expm1(inf), inf);
+  EXPECT_EQ(vec::log(0.f), -inf);
+  EXPECT_EQ(vec::log(inf), inf);
+  EXPECT_TRUE(std::isnan(vec::log(-1.f)));
+  EXPECT_EQ(vec::sigmoid(inf), 1.f);
+  EXPECT_EQ(vec::sigmoid(-inf), 0.f);
+  EXPECT_EQ(vec::tanh(inf), 1.f);
+  EXPECT_EQ(vec::tanh(-inf), -1.f);
+  EXPECT_EQ(vec::softplus(inf), inf);
+  EXPECT_EQ(vec::softplus(-inf), 0.f);
+  EXPECT_EQ(vec::erf(inf), 1.f);
+  EXPECT_EQ(vec::erf(-inf), -1.f);
+  for (float (*f)(float) : {+[](float x) { return vec::exp_full(x); }, +[](float x) { return vec::expm1(x); },
+                            +[](float x) { return vec::log(x); }, +[](float x) { return vec::sigmoid(x); },
+                            +[](float x) { return vec::tanh(x); }, +[](float x) { return vec::softplus(x); },
+                            +[](float x) { return vec::erf(x); }})
+    EXPECT_TRUE(std::isnan(f(nan)));
+}
+
 TEST(VecMath, GeluOpFloat32) {
   // 1000 elements: vector body and remainder; values wide enough for both tails.
   const Tensor x = random_tensor({10, 100}, 7, -8.f, 8.f);

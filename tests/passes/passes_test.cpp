@@ -635,7 +635,7 @@ TEST(FuseLayerNormAndGelu, NearMissesAreLeftAlone) {
   EXPECT_EQ(count_op(h, "Sub"), 1u);  // still computes the extra output
 }
 
-TEST(FuseHardSwish, MulOfHardSigmoidBecomesHardSwish) {
+TEST(FuseSwish, MulOfHardSigmoidBecomesHardSwish) {
   for (int64_t opset : {13, 14}) {
     GraphBuilder b;
     b.g.opsets[""] = opset;
@@ -646,13 +646,38 @@ TEST(FuseHardSwish, MulOfHardSigmoidBecomesHardSwish) {
         .node("Mul", {"x", "h2"}, {"z"})
         .output("y")
         .output("z");
-    ir::Graph h = apply_and_compare(b.build(), {"fuse_hard_swish"}, 1e-6);
+    ir::Graph h = apply_and_compare(b.build(), {"fuse_swish"}, 1e-6);
     EXPECT_EQ(count_op(h, "HardSwish"), 1u);
     EXPECT_EQ(count_op(h, "HardSigmoid"), 1u);
     for (auto& n : h.nodes) {
       if (n->op_type == "HardSwish") {
         EXPECT_EQ(n->domain, opset >= 14 ? "" : "joule");
       }
+    }
+  }
+}
+
+TEST(FuseSwish, MulOfSigmoidBecomesSiLUAndJoinsTheConv) {
+  GraphBuilder b;
+  b.g.opsets[""] = 13;
+  b.input("x", DType::Float32, {1, 3, 9, 9})
+      .init("w", joule::testing::random_tensor({8, 3, 3, 3}, 1))
+      .node("Conv", {"x", "w"}, {"c"}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}})
+      .node("Sigmoid", {"c"}, {"s"})
+      .node("Mul", {"c", "s"}, {"y"})
+      .node("Sigmoid", {"x"}, {"s2"})
+      .node("Mul", {"s2", "s2"}, {"z"})  // not x * sigmoid(x)
+      .output("y")
+      .output("z");
+  ir::Graph h = apply_and_compare(b.build(), {"fuse_swish"}, 1e-6);
+  EXPECT_EQ(count_op(h, "SiLU"), 1u);
+  EXPECT_EQ(count_op(h, "Sigmoid"), 1u);
+  h = apply_and_compare(b.build(), {"fuse_swish", "fuse_conv"}, 1e-5);
+  EXPECT_EQ(count_op(h, "SiLU"), 0u);
+  ASSERT_EQ(count_op(h, "FusedConv"), 1u);
+  for (auto& n : h.nodes) {
+    if (n->op_type == "FusedConv") {
+      EXPECT_EQ(n->attr_string("activation", ""), "SiLU");
     }
   }
 }

@@ -1,5 +1,6 @@
 // The explicit table of algorithms (no static registration, which a linker may drop).
 #include "joule/kernels/algorithm.h"
+#include "joule/kernels/eltwise/eltwise.h"
 
 namespace joule::kernels {
 
@@ -20,12 +21,14 @@ extern const Algorithm kQConvOnednnInt8;
 extern const Algorithm kQMatMulOnednnInt8;
 extern const Algorithm kConvGradDataOnednn;
 extern const Algorithm kConvGradWeightOnednn;
+extern const Algorithm kUnarySimd;
+extern const Algorithm kBinarySimd;
 
 const std::vector<const Algorithm*>& all_algorithms() {
   static const std::vector<const Algorithm*> all = {&kConvDirect, &kConvIm2colGemm, &kConvImplicitGemm, &kConvFft, &kConvWinograd, &kConvWinogradF2, &kConvOnednn,
                                                      &kGemmOnednnPacked, &kGemmOnednn, &kGemmBlas, &kMatMulOnednnPacked, &kMatMulOnednn, &kMatMulBlas,
                                                      &kQConvOnednnInt8, &kQMatMulOnednnInt8, &kConvGradDataOnednn,
-                                                     &kConvGradWeightOnednn};
+                                                     &kConvGradWeightOnednn, &kUnarySimd, &kBinarySimd};
   return all;
 }
 
@@ -41,6 +44,8 @@ std::string op_class_of(const ir::Node& n) {
   if (n.domain == "joule" && n.op_type == "QMatMul") return "qmatmul";
   if (n.domain == "joule" && n.op_type == "ConvGradData") return "conv_grad_data";
   if (n.domain == "joule" && n.op_type == "ConvGradWeight") return "conv_grad_weight";
+  if (is_unary_eltwise(n)) return "unary";
+  if (is_binary_eltwise(n)) return "binary";
   return "";
 }
 

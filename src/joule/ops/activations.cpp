@@ -1,5 +1,5 @@
-// Activation functions with attributes: Relu, Sigmoid, Tanh, HardSigmoid, HardSwish, LeakyRelu,
-// Elu, Selu, Celu, Softplus, Softsign, ThresholdedRelu, Shrink. Float32/float64 (halves through
+// Activation functions with attributes: Relu, Sigmoid, SiLU (joule), Tanh, HardSigmoid, HardSwish, LeakyRelu,
+// Elu, Selu, Celu, Softplus, Mish, Softsign, ThresholdedRelu, Shrink. Float32/float64 (halves through
 // float32); Relu (opset 14) also on signed integers, Shrink on every numeric dtype.
 #include <algorithm>
 #include <cmath>
@@ -32,18 +32,38 @@ struct Relu {
   explicit Relu(const ir::Node&) {}
   template <class T>
   T operator()(T x) const {
-    return x > T(0) ? x : T(0);
+    return x < T(0) ? T(0) : x;  // NaN stays NaN, as in ONNX Runtime and PyTorch
   }
 };
+
+template <class T>
+T sigmoid_of(T x) {
+  if (x >= T(0)) return T(1) / (T(1) + std::exp(-x));
+  const T e = std::exp(x);  // no overflow for very negative x
+  return e / (T(1) + e);
+}
+
+// log(1 + exp(x)) without overflow for large x
+template <class T>
+T softplus_of(T x) {
+  return x > T(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+}
 
 struct Sigmoid {
   static constexpr bool kIntegers = false;
   explicit Sigmoid(const ir::Node&) {}
   template <class T>
   T operator()(T x) const {
-    if (x >= T(0)) return T(1) / (T(1) + std::exp(-x));
-    const T e = std::exp(x);  // no overflow for very negative x
-    return e / (T(1) + e);
+    return sigmoid_of(x);
+  }
+};
+
+struct SiLU {
+  static constexpr bool kIntegers = false;
+  explicit SiLU(const ir::Node&) {}
+  template <class T>
+  T operator()(T x) const {
+    return x * sigmoid_of(x);
   }
 };
 
@@ -63,7 +83,8 @@ struct HardSigmoid {
       : alpha(n.attr_float("alpha", 0.2f)), beta(n.attr_float("beta", 0.5f)) {}
   template <class T>
   T operator()(T x) const {
-    return std::max(T(0), std::min(T(1), T(alpha) * x + T(beta)));
+    const T v = T(alpha) * x + T(beta);
+    return v < T(0) ? T(0) : (v > T(1) ? T(1) : v);  // NaN stays NaN
   }
 };
 
@@ -72,7 +93,8 @@ struct HardSwish {
   explicit HardSwish(const ir::Node&) {}
   template <class T>
   T operator()(T x) const {
-    return x * std::max(T(0), std::min(T(1), x / T(6) + T(0.5)));
+    const T v = x / T(6) + T(0.5);
+    return x * (v < T(0) ? T(0) : (v > T(1) ? T(1) : v));  // NaN stays NaN
   }
 };
 
@@ -125,8 +147,16 @@ struct Softplus {
   explicit Softplus(const ir::Node&) {}
   template <class T>
   T operator()(T x) const {
-    // log(1 + exp(x)) without overflow for large x
-    return x > T(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+    return softplus_of(x);
+  }
+};
+
+struct Mish {  // opset 18: x * tanh(softplus(x))
+  static constexpr bool kIntegers = false;
+  explicit Mish(const ir::Node&) {}
+  template <class T>
+  T operator()(T x) const {
+    return x * std::tanh(softplus_of(x));
   }
 };
 
@@ -179,14 +209,18 @@ JOULE_ACTIVATION(Elu, transcendental_cost)
 JOULE_ACTIVATION(Selu, transcendental_cost)
 JOULE_ACTIVATION(Celu, transcendental_cost)
 JOULE_ACTIVATION(Softplus, transcendental_cost)
+JOULE_ACTIVATION(Mish, transcendental_cost)
 JOULE_ACTIVATION(Softsign, nullptr)
 JOULE_ACTIVATION(ThresholdedRelu, nullptr)
 JOULE_ACTIVATION(Shrink, nullptr)
 
 #undef JOULE_ACTIVATION
 
-// HardSwish in joule's domain: what fuse_hard_swish emits for models below opset 14.
+// HardSwish in joule's domain: what fuse_swish emits for models below opset 14.
 extern const OpDef kOpJouleHardSwish;
 const OpDef kOpJouleHardSwish{"HardSwish", "joule", 1, 1, infer_same_type, run_activation<HardSwish>, nullptr};
+// SiLU (Swish), x * sigmoid(x), in joule's domain: what fuse_swish makes of Mul(x, Sigmoid(x)).
+extern const OpDef kOpJouleSiLU;
+const OpDef kOpJouleSiLU{"SiLU", "joule", 1, 1, infer_same_type, run_activation<SiLU>, transcendental_cost};
 
 }  // namespace joule::ops

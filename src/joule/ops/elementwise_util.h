@@ -93,13 +93,25 @@ class BroadcastLoop {
   // `ins` must broadcast to `out` (see broadcast_shapes).
   BroadcastLoop(const Shape& out, const std::vector<Shape>& ins);
   int64_t inner_stride(size_t k) const { return inner_stride_[k]; }
+  int64_t rows() const { return row_ ? numel_ / row_ : 0; }
+  int64_t row_length() const { return row_; }
   // fn(out_offset, in_offsets (one per input), row_length) for every row, in order.
   template <class F>
   void for_each_row(F fn) const {
-    if (numel_ == 0) return;
+    for_rows(0, rows(), fn);
+  }
+  // The same for rows [first, last) (threads take disjoint ranges).
+  template <class F>
+  void for_rows(int64_t first, int64_t last, F fn) const {
+    if (numel_ == 0 || first >= last) return;
     const size_t k = inner_stride_.size(), outer = sizes_.size();
     std::vector<int64_t> offs(k, 0), idx(outer, 0);
-    for (int64_t o = 0; o < numel_; o += row_) {
+    for (size_t d = outer, r = static_cast<size_t>(first); d-- > 0;) {  // row `first`'s position
+      idx[d] = static_cast<int64_t>(r % static_cast<size_t>(sizes_[d]));
+      r /= static_cast<size_t>(sizes_[d]);
+      for (size_t j = 0; j < k; ++j) offs[j] += idx[d] * strides_[d][j];
+    }
+    for (int64_t o = first * row_; o < last * row_; o += row_) {
       fn(o, offs.data(), row_);
       for (size_t d = outer; d-- > 0;) {  // odometer over the outer dimensions
         for (size_t j = 0; j < k; ++j) offs[j] += strides_[d][j];

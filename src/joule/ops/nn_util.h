@@ -30,16 +30,19 @@ inline void check_same_dtypes(const KernelContext& c, size_t first, size_t last)
 }
 
 // The epilogue activation of joule's FusedConv and FusedMatMul: attribute `activation` ("",
-// Relu, LeakyRelu, Clip, Gelu) with `activation_params` (LeakyRelu: [alpha]; Clip: [min, max]).
-// Gelu is the exact (erf) form, x/2 (1 + erf(x / sqrt 2)), and only where the op allows it.
+// Relu, LeakyRelu, Clip; FusedConv also Sigmoid, SiLU, HardSwish; FusedMatMul also Gelu) with
+// `activation_params` (LeakyRelu: [alpha]; Clip: [min, max]). Gelu is the exact (erf) form,
+// x/2 (1 + erf(x / sqrt 2)); SiLU is x sigmoid(x); HardSwish x min(max(x/6 + 1/2, 0), 1).
 struct FusedActivation {
   std::string kind;
   std::vector<float> p;
   explicit FusedActivation(const ir::Node& n)
       : kind(n.attr_string("activation", "")), p(n.attr_floats("activation_params", {})) {}
   // "" when valid, else the reason.
-  std::string check(bool gelu_allowed) const {
-    const bool known = kind.empty() || kind == "Relu" || kind == "LeakyRelu" || kind == "Clip" || (gelu_allowed && kind == "Gelu");
+  // `matmul`: FusedMatMul's set, otherwise FusedConv's.
+  std::string check(bool matmul) const {
+    const bool known = kind.empty() || kind == "Relu" || kind == "LeakyRelu" || kind == "Clip" || (matmul && kind == "Gelu") ||
+                       (!matmul && (kind == "Sigmoid" || kind == "SiLU" || kind == "HardSwish"));
     if (!known) return "activation '" + kind + "'";
     const size_t want = kind == "Clip" ? 2 : kind == "LeakyRelu" ? 1 : 0;
     if (p.size() != want)
@@ -52,6 +55,11 @@ struct FusedActivation {
     if (kind == "LeakyRelu") return v >= T(0) ? v : v * static_cast<T>(p[0]);
     if (kind == "Clip") return std::min(std::max(v, static_cast<T>(p[0])), static_cast<T>(p[1]));
     if (kind == "Gelu") return T(0.5) * v * (T(1) + std::erf(v * static_cast<T>(0.7071067811865476)));
+    if (kind == "Sigmoid" || kind == "SiLU") {
+      const T s = v >= T(0) ? T(1) / (T(1) + std::exp(-v)) : std::exp(v) / (T(1) + std::exp(v));
+      return kind == "SiLU" ? v * s : s;
+    }
+    if (kind == "HardSwish") return v * std::min(std::max(v / T(6) + T(0.5), T(0)), T(1));
     return v;
   }
 };

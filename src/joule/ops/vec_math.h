@@ -6,6 +6,7 @@
 // kernels (libm) stay in use for float64.
 #include <bit>
 #include <cstdint>
+#include <limits>
 
 #define JOULE_ALWAYS_INLINE inline __attribute__((always_inline))
 #define JOULE_AVX512 \
@@ -51,6 +52,130 @@ JOULE_ALWAYS_INLINE float erfc_nonneg(float z) {
   p = p * t + 1.00002368f;
   p = p * t - 1.26551223f;
   return t * exp(p - z * z);
+}
+
+// e^x over float's whole range, relative error below 2.5e-7 where the result is normal: +inf
+// above 88.72, subnormals down to 2^-149, 0 below, NaN for NaN. The same reduction and series
+// as exp(); 2^n is applied as two factors so that neither leaves float's normal range.
+JOULE_ALWAYS_INLINE float exp_full(float x) {
+  constexpr float kLo = -104.f, kHi = 89.f, kRound = 12582912.0f;
+  x = x < kLo ? kLo : x;
+  x = x > kHi ? kHi : x;
+  const float n = (x * 1.4426950408889634f + kRound) - kRound;
+  float r = x - n * 0.693145751953125f;
+  r = r - n * 1.4286068203094173e-06f;
+  float p = 1.f / 5040;
+  p = p * r + 1.f / 720;
+  p = p * r + 1.f / 120;
+  p = p * r + 1.f / 24;
+  p = p * r + 1.f / 6;
+  p = p * r + 0.5f;
+  p = p * r + 1.f;
+  p = p * r + 1.f;
+  const int32_t ni = static_cast<int32_t>(n), a = ni >> 1, b = ni - a;
+  return p * std::bit_cast<float>((a + 127) << 23) * std::bit_cast<float>((b + 127) << 23);
+}
+
+// e^x - 1, relative error below 3e-7 for every x (-1 below -17, +inf above 88.72): a degree-10
+// series on |x| < ln 2 (no cancellation near 0), otherwise 2^n (e^r - 1) + (2^n - 1).
+JOULE_ALWAYS_INLINE float expm1(float x) {
+  constexpr float kRound = 12582912.0f;
+  float xc = x < -17.f ? -17.f : x;
+  xc = xc > 89.f ? 89.f : xc;
+  const float ax = xc < 0.f ? -xc : xc;
+  float n = (xc * 1.4426950408889634f + kRound) - kRound;
+  n = ax < 0.6931f ? 0.f : n;
+  float r = xc - n * 0.693145751953125f;
+  r = r - n * 1.4286068203094173e-06f;
+  float p = 1.f / 39916800;
+  p = p * r + 1.f / 3628800;
+  p = p * r + 1.f / 362880;
+  p = p * r + 1.f / 40320;
+  p = p * r + 1.f / 5040;
+  p = p * r + 1.f / 720;
+  p = p * r + 1.f / 120;
+  p = p * r + 1.f / 24;
+  p = p * r + 1.f / 6;
+  p = p * r + 0.5f;
+  p = p * r * r + r;  // e^r - 1
+  const int32_t ni = static_cast<int32_t>(n), a = ni >> 1, b = ni - a;
+  const float sa = std::bit_cast<float>((a + 127) << 23), sb = std::bit_cast<float>((b + 127) << 23);
+  // 2^n p + (2^n - 1); for n near 128, 2^n itself overflows: 2^n (p + 1), where the -1 is lost
+  // in rounding anyway.
+  return n > 100.f ? sa * ((p + 1.f) * sb) : (sa * p) * sb + (sa * sb - 1.f);
+}
+
+// Natural logarithm, within 2 ulp for positive normal and subnormal x; -inf at 0, NaN below 0
+// and for NaN, +inf at +inf. x = 2^e m with m in [sqrt(1/2), sqrt 2), log m = 2 atanh(s) with
+// s = (m - 1) / (m + 1), |s| < 0.172, as an odd series to s^11.
+JOULE_ALWAYS_INLINE float log(float x) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  const bool sub = x < 1.17549435e-38f;
+  const float xs = sub ? x * 8388608.0f : x;  // subnormals scaled by 2^23
+  const int32_t bits = std::bit_cast<int32_t>(xs);
+  float m = std::bit_cast<float>((bits & 0x007fffff) | 0x3f800000);  // [1, 2)
+  float e = static_cast<float>(((bits >> 23) & 0xff) - 127) - (sub ? 23.f : 0.f);
+  const bool big = m > 1.41421356f;
+  m = big ? m * 0.5f : m;
+  e = big ? e + 1.f : e;
+  const float s = (m - 1.f) / (m + 1.f), s2 = s * s;
+  float p = 1.f / 11;
+  p = p * s2 + 1.f / 9;
+  p = p * s2 + 1.f / 7;
+  p = p * s2 + 1.f / 5;
+  p = p * s2 + 1.f / 3;
+  const float lm = 2.f * s + 2.f * s * s2 * p;
+  float r = e * 0.693145751953125f + (lm + e * 1.4286068203094173e-06f);
+  r = x == kInf ? kInf : r;
+  r = x == 0.f ? -kInf : r;
+  r = x < 0.f ? std::numeric_limits<float>::quiet_NaN() : r;
+  return x != x ? x : r;
+}
+
+// log(1 + u) for u > -1 without the rounding of 1 + u: log(w) + (u - (w - 1)) / w, w = 1 + u.
+JOULE_ALWAYS_INLINE float log1p(float u) {
+  const float w = 1.f + u;
+  const float c = (u - (w - 1.f)) / w;
+  return log(w) + (w == std::numeric_limits<float>::infinity() ? 0.f : c);
+}
+
+// 1 / (1 + e^-x) from e = e^-|x| (never overflows): 1/(1+e) for x >= 0, e/(1+e) below.
+// Relative error below 3e-7; 0 and 1 at -inf and +inf, NaN for NaN.
+JOULE_ALWAYS_INLINE float sigmoid(float x) {
+  const float e = exp_full(x < 0.f ? x : -x);
+  const float s = 1.f / (1.f + e);
+  return x >= 0.f ? s : e * s;
+}
+
+// tanh x = -expm1(-2|x|) / (2 + expm1(-2|x|)) with the sign of x: relative error below 4e-7,
+// no cancellation near 0.
+JOULE_ALWAYS_INLINE float tanh(float x) {
+  const float e = expm1(x < 0.f ? 2.f * x : -2.f * x);
+  const float t = -e / (2.f + e);
+  return x < 0.f ? -t : t;
+}
+
+// log(1 + e^x) = max(x, 0) + log1p(e^-|x|).
+JOULE_ALWAYS_INLINE float softplus(float x) {
+  const float l = log1p(exp_full(x < 0.f ? x : -x));
+  return (x > 0.f ? x : 0.f) + l;
+}
+
+// erf: an odd Taylor series to x^15 on |x| < 0.5 (no cancellation), 1 - erfc(|x|) above,
+// with the sign of x. Relative error below 3e-7.
+JOULE_ALWAYS_INLINE float erf(float x) {
+  const float a = x < 0.f ? -x : x, x2 = x * x;
+  float p = -1.f / 75600;
+  p = p * x2 + 1.f / 9360;
+  p = p * x2 - 1.f / 1320;
+  p = p * x2 + 1.f / 216;
+  p = p * x2 - 1.f / 42;
+  p = p * x2 + 1.f / 10;
+  p = p * x2 - 1.f / 3;
+  p = p * x2 + 1.f;
+  const float small = 1.1283791670955126f * x * p;  // 2 / sqrt(pi)
+  const float big = 1.f - erfc_nonneg(a);
+  return a < 0.5f ? small : (x < 0.f ? -big : big);
 }
 
 // GELU, exact form: 0.5 x (1 + erf(x / sqrt 2)) = 0.5 x erfc(-x / sqrt 2), with the erfc of

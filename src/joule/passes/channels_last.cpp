@@ -41,9 +41,11 @@ bool is_transpose(const ir::Node* n, const std::vector<int64_t>& perm) {
 bool layout_free_unary(const ir::Node& n) {
   static const std::set<std::string> ops{"Relu", "LeakyRelu", "Clip",     "Sigmoid", "Tanh", "HardSigmoid",
                                          "HardSwish", "Elu", "Identity", "Abs",     "Neg",  "Floor", "Ceil",
-                                         "Round", "Sqrt", "Exp", "Gelu"};
-  // joule's HardSwish and Gelu stand in for ONNX's before their opsets (the fuse passes).
-  return (n.domain.empty() || (n.domain == "joule" && (n.op_type == "HardSwish" || n.op_type == "Gelu"))) &&
+                                         "Round", "Sqrt", "Exp", "Gelu", "Softplus", "Erf", "Log", "Reciprocal",
+                                         "Selu", "Celu", "Mish", "Softsign", "SiLU"};
+  // joule's HardSwish and Gelu stand in for ONNX's before their opsets, SiLU has none (the fuse passes).
+  return (n.domain.empty() ? n.op_type != "SiLU"
+                           : n.domain == "joule" && (n.op_type == "HardSwish" || n.op_type == "Gelu" || n.op_type == "SiLU")) &&
          ops.count(n.op_type);
 }
 

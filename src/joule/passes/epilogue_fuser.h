@@ -64,14 +64,18 @@ class EpilogueFuser {
     return true;
   }
 
-  // Relu, LeakyRelu, Clip (constant bounds) and, when `gelu`, the erf Gelu (ONNX's or
-  // joule's) as `n`'s activation.
-  bool try_activation(ir::Node& n, bool gelu) {
+  // Relu, LeakyRelu, Clip (constant bounds) and, for a matmul, the erf Gelu (ONNX's or
+  // joule's), for a conv Sigmoid, SiLU (joule's) and HardSwish (ONNX's or joule's) as `n`'s
+  // activation (nn::FusedActivation).
+  bool try_activation(ir::Node& n, bool matmul) {
     ir::Node* a = only_consumer(n.outputs[0]);
-    if (!a || !(a->domain.empty() || (a->domain == "joule" && a->op_type == "Gelu"))) return false;
+    const bool joule_op = a && a->domain == "joule" && (a->op_type == "Gelu" || a->op_type == "SiLU" || a->op_type == "HardSwish");
+    if (!a || !(a->domain.empty() || joule_op)) return false;
     std::vector<float> params;
     if (a->op_type == "Gelu") {
-      if (!gelu || a->attr_string("approximate", "none") != "none") return false;
+      if (!matmul || a->attr_string("approximate", "none") != "none") return false;
+    } else if (a->op_type == "Sigmoid" || a->op_type == "SiLU" || a->op_type == "HardSwish") {
+      if (matmul) return false;
     } else if (a->op_type == "Relu") {
     } else if (a->op_type == "LeakyRelu") {
       params = {a->attr_float("alpha", 0.01f)};

@@ -1,4 +1,5 @@
-// Conv epilogue fusion: Conv [-> Add(residual)] [-> Relu | LeakyRelu | Clip] becomes one
+// Conv epilogue fusion: Conv [-> Add(residual)] [-> Relu | LeakyRelu | Clip | Sigmoid | SiLU |
+// HardSwish] becomes one
 // joule FusedConv, so the residual sum and the activation happen while the output is still in
 // cache (and oneDNN applies them as post-ops). Only when each intermediate has a single
 // consumer and is not a graph output; the residual must have the output's static shape and

@@ -34,12 +34,12 @@ const std::vector<PassDef>& all_passes() {
       {"fold_constants", fold_constants,
        "evaluate nodes whose inputs are constants (incl. shapes of static tensors) into initializers"},
       {"fold_batch_norm", fold_batch_norm, "fold BatchNormalization into the preceding Conv, Gemm or MatMul"},
-      {"fuse_conv", fuse_conv, "fuse a Conv's residual Add and Relu/LeakyRelu/Clip into a joule FusedConv"},
+      {"fuse_conv", fuse_conv, "fuse a Conv's residual Add and Relu/LeakyRelu/Clip/Sigmoid/SiLU/HardSwish into a joule FusedConv"},
       {"fuse_layer_norm", fuse_layer_norm, "replace decomposed LayerNorm (ReduceMean/Sub/Pow/Sqrt/Div/Mul/Add) by LayerNormalization"},
       {"fuse_gelu", fuse_gelu, "replace the Erf-GELU subgraph by one Gelu node"},
       {"fuse_matmul", fuse_matmul,
        "fuse a MatMul's bias Add, residual Add and Relu/LeakyRelu/Clip/Gelu into a joule FusedMatMul"},
-      {"fuse_hard_swish", fuse_hard_swish, "replace x * HardSigmoid(x, 1/6, 0.5) by one HardSwish node"},
+      {"fuse_swish", fuse_swish, "replace x * Sigmoid(x) by one SiLU node and x * HardSigmoid(x, 1/6, 0.5) by one HardSwish node"},
       {"lower_int8", lower_int8,
        "run QDQ Conv/MatMul/Gemm as integer QConv/QMatMul (oneDNN int8), requantizing between them (not in default)"},
       {"channels_last", channels_last,
@@ -64,8 +64,8 @@ std::string pass_names() {
 }
 
 std::vector<std::string> default_pipeline() {
-  return {"eliminate_identity", "fold_constants", "fold_batch_norm", "fuse_conv", "fuse_layer_norm", "fuse_gelu",
-          "fuse_hard_swish", "fuse_matmul", "channels_last", "eliminate_dead_code"};
+  return {"eliminate_identity", "fold_constants", "fold_batch_norm", "fuse_swish", "fuse_conv", "fuse_layer_norm",
+          "fuse_gelu", "fuse_matmul", "channels_last", "eliminate_dead_code"};
 }
 
 std::vector<std::string> int8_pipeline(std::vector<std::string> pipeline) {

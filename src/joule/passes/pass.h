@@ -77,7 +77,7 @@ PassResult fuse_conv(ir::Graph& g, const PassOptions& o);            // Conv [+A
 PassResult fuse_matmul(ir::Graph& g, const PassOptions& o);          // MatMul [+bias] [+Add] [+act] -> FusedMatMul
 PassResult fuse_layer_norm(ir::Graph& g, const PassOptions& o);      // decomposed LayerNorm -> one node
 PassResult fuse_gelu(ir::Graph& g, const PassOptions& o);            // Erf-GELU subgraph -> Gelu
-PassResult fuse_hard_swish(ir::Graph& g, const PassOptions& o);      // x * HardSigmoid(x) -> HardSwish
+PassResult fuse_swish(ir::Graph& g, const PassOptions& o);  // x * Sigmoid(x) -> SiLU, x * HardSigmoid(x) -> HardSwish
 
 // Replaces every use of value `from` as a node input by `to` (graph outputs untouched).
 size_t replace_uses(ir::Graph& g, const std::string& from, const std::string& to);

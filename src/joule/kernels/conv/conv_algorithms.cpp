@@ -61,6 +61,7 @@ std::string winograd_supports_node(const NodeView& v) {
   ConvProblem p;
   if (std::string r = read_nchw_conv_problem(v, &p); !r.empty()) return r;
   if (std::string r = need_avx512(); !r.empty()) return r;
+  if (std::string r = p.epilogue.simple_activation(); !r.empty()) return r;
   return winograd_supports(p.shape, Tile);
 }
 template <int Tile>
@@ -85,6 +86,7 @@ std::string direct_supports_node(const NodeView& v) {
   ConvProblem p;
   if (std::string r = read_nchw_conv_problem(v, &p); !r.empty()) return r;
   if (std::string r = need_avx512(); !r.empty()) return r;
+  if (std::string r = p.epilogue.simple_activation(); !r.empty()) return r;
   return direct_supports(p.shape);
 }
 double direct_estimate(const NodeView& v) {
@@ -156,6 +158,7 @@ std::string implicit_supports_node(const NodeView& v) {
   ConvProblem p;
   if (std::string r = read_nchw_conv_problem(v, &p); !r.empty()) return r;
   if (std::string r = need_avx512(); !r.empty()) return r;
+  if (std::string r = p.epilogue.simple_activation(); !r.empty()) return r;
   return implicit_gemm_supports(p.shape);
 }
 double implicit_estimate(const NodeView& v) {

@@ -24,6 +24,8 @@ std::string read_epilogue(const ir::Node& n, Epilogue* e) {
   } else if (act == "LeakyRelu" && ps.size() == 1) {
     e->act = Activation::kLeakyRelu;
     e->alpha = ps[0];
+  } else if (ps.empty() && (act == "Sigmoid" || act == "SiLU" || act == "HardSwish")) {
+    e->act = act == "Sigmoid" ? Activation::kSigmoid : act == "SiLU" ? Activation::kSilu : Activation::kHardSwish;
   } else {
     return "activation '" + act + "' with " + std::to_string(ps.size()) + " parameters";
   }

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "joule/core/thread_pool.h"
+#include "joule/ops/vec_math.h"
 
 namespace joule::kernels {
 
@@ -40,7 +41,9 @@ struct ConvShape {
   std::string str() const;  // "N1 C64 H56 W56 -> M64 k3x3 s1x1 d1x1 p1,1,1,1 g1"
 };
 
-enum class Activation { kNone, kRelu, kClip, kLeakyRelu };
+// The last three run in the onednn, im2col_gemm and fft algorithms only (vectorised in oneDNN's
+// post-ops; per element through apply() in the others).
+enum class Activation { kNone, kRelu, kClip, kLeakyRelu, kSigmoid, kSilu, kHardSwish };
 
 // y = act(acc + bias[m] + residual) where residual (same shape as y) is optional.
 struct Epilogue {
@@ -55,8 +58,16 @@ struct Epilogue {
       case Activation::kRelu: return v > 0.f ? v : 0.f;
       case Activation::kClip: return std::min(std::max(v, alpha), beta);
       case Activation::kLeakyRelu: return v >= 0.f ? v : v * alpha;
+      case Activation::kSigmoid: return ops::vec::sigmoid(v);
+      case Activation::kSilu: return v * ops::vec::sigmoid(v);
+      case Activation::kHardSwish: return v * std::min(std::max(v / 6.f + 0.5f, 0.f), 1.f);
     }
     return v;
+  }
+  // "" when the activation is one the hand-written AVX-512 kernels (direct, implicit_gemm,
+  // winograd) apply, else why not.
+  std::string simple_activation() const {
+    return act <= Activation::kLeakyRelu ? "" : "a Sigmoid/SiLU/HardSwish epilogue (onednn, im2col_gemm and fft apply it)";
   }
   // Applies bias, residual and activation in place to `count` contiguous outputs of one
   // output channel. `res` is null when there is no residual.

@@ -77,6 +77,7 @@ struct VecEpilogue {
       case Activation::kLeakyRelu:
         v = _mm512_mask_mov_ps(_mm512_mul_ps(v, alpha), _mm512_cmp_ps_mask(v, zero, _CMP_GE_OQ), v);
         break;
+      default: break;  // refused in supports (Epilogue::simple_activation)
     }
     _mm512_mask_storeu_ps(y, k, v);
   }

@@ -344,6 +344,7 @@ class ImplicitGemmConv final : public ConvKernel {
       case Activation::kRelu: return store<Activation::kRelu>(a, io, m0, mr, v0, nv);
       case Activation::kClip: return store<Activation::kClip>(a, io, m0, mr, v0, nv);
       case Activation::kLeakyRelu: return store<Activation::kLeakyRelu>(a, io, m0, mr, v0, nv);
+      default: return;  // refused in supports (Epilogue::simple_activation)
     }
   }
   template <Activation A>

@@ -39,6 +39,9 @@ class OnednnConv : public ConvKernel {
       case Activation::kRelu: po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f); break;
       case Activation::kLeakyRelu: po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, ep.alpha, 0.f); break;
       case Activation::kClip: po.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, ep.alpha, ep.beta); break;
+      case Activation::kSigmoid: po.append_eltwise(1.f, dnnl::algorithm::eltwise_logistic, 0.f, 0.f); break;
+      case Activation::kSilu: po.append_eltwise(1.f, dnnl::algorithm::eltwise_swish, 1.f, 0.f); break;
+      case Activation::kHardSwish: po.append_eltwise(1.f, dnnl::algorithm::eltwise_hardswish, 0.f, 0.f); break;
     }
     dnnl::primitive_attr attr;
     attr.set_post_ops(po);

@@ -467,6 +467,7 @@ class WinogradConv final : public ConvKernel {
             case Activation::kLeakyRelu:
               val = _mm512_mask_mul_ps(val, _mm512_cmp_ps_mask(val, zero, _CMP_LT_OQ), val, alpha);
               break;
+            default: break;  // refused in supports (Epilogue::simple_activation)
           }
           _mm512_mask_storeu_ps(y + off, mask, val);
         }

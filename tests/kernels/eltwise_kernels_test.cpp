@@ -1,0 +1,154 @@
+// The simd algorithms of the unary and binary op classes (kernels/eltwise/) against the ops'
+// reference kernels: every op, random shapes (odd lengths that leave vector tails), values over
+// the functions' interesting ranges with NaN, +-Inf and signed zeros mixed in, threads 1 and 2
+// (tensors large enough to be split), and every broadcasting pattern of the binary ops.
+#include <fmt/core.h>
+
+#include <limits>
+
+#include "graph_builder.h"
+#include "kernel_test_util.h"
+
+namespace joule {
+namespace {
+
+using testing::GraphBuilder;
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// Uniform in [-scale, scale], with every 17th element a special value.
+Tensor values(const Shape& s, uint32_t seed, float scale) {
+  Tensor t = testing::random_tensor(s, seed, -scale, scale);
+  const float special[] = {kNaN, kInf, -kInf, 0.f, -0.f, 1e-30f, -1e-30f, 1e-42f};
+  float* p = t.data<float>();
+  for (int64_t i = 0; i < t.numel(); i += 17) p[i] = special[(i / 17 + seed) % 8];
+  return t;
+}
+
+// Same NaN positions, same infinities, elsewhere within `tol` relative to max(|want|, floor).
+void expect_close(const Tensor& got, const Tensor& want, double tol, const std::string& what, double floor = 1e-30) {
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  int bad = 0;
+  for (int64_t i = 0; i < want.numel() && bad < 5; ++i) {
+    const float g = got.data<float>()[i], w = want.data<float>()[i];
+    const bool ok = std::isnan(w) ? std::isnan(g)
+                    : std::isinf(w) ? g == w
+                                    : std::abs(double(g) - double(w)) <= tol * std::max(std::abs(double(w)), floor);
+    if (!ok) {
+      ++bad;
+      ADD_FAILURE() << what << ": element " << i << " got " << g << " want " << w;
+    }
+  }
+}
+
+struct UnaryCase {
+  const char* op;
+  const char* domain;
+  float scale;  // input range
+  double tol;
+  std::map<std::string, ir::Attribute> attrs = {};
+  double floor = 1e-30;  // see expect_close
+};
+
+TEST(EltwiseKernels, UnarySimdMatchesReference) {
+  const std::vector<UnaryCase> cases = {
+      {"Relu", "", 10, 0},
+      {"LeakyRelu", "", 10, 1e-7, {{"alpha", 0.1f}}},
+      {"Sigmoid", "", 30, 1e-6},
+      {"SiLU", "joule", 30, 1e-6},
+      {"Tanh", "", 12, 1e-6},
+      // alpha x + beta cancels near 0: the AVX-512 build contracts it into an FMA (absolute error)
+      {"HardSigmoid", "", 8, 1e-6, {{"alpha", 0.3f}, {"beta", 0.4f}}, 1.0},
+      {"HardSwish", "", 8, 1e-6},
+      {"HardSwish", "joule", 8, 1e-6},
+      {"Elu", "", 20, 1e-6, {{"alpha", 0.7f}}},
+      {"Selu", "", 20, 1e-6},
+      {"Celu", "", 20, 1e-6, {{"alpha", 2.f}}},
+      {"Softplus", "", 40, 1e-6},
+      {"Softsign", "", 10, 1e-6},
+      {"Mish", "", 20, 2e-6},
+      {"Exp", "", 100, 1e-6},
+      {"Log", "", 1e6, 1e-6},
+      {"Erf", "", 5, 1e-6},
+      {"Sqrt", "", 1e4, 1e-7},
+      {"Reciprocal", "", 10, 1e-7},
+      {"Abs", "", 10, 0},
+      {"Neg", "", 10, 0},
+      {"Gelu", "", 10, 4e-6},
+      {"Gelu", "joule", 10, 4e-6},
+      {"Gelu", "", 10, 4e-6, {{"approximate", std::string("tanh")}}},
+  };
+  std::mt19937 rng(3);
+  for (const UnaryCase& c : cases) {
+    for (int threads : {1, 2}) {
+      const int64_t n = threads == 1 ? std::uniform_int_distribution<int64_t>(1, 300)(rng) : 70001;
+      const Shape shape = {1, n % 7 + 1, n};
+      GraphBuilder b;
+      if (*c.domain) b.g.opsets[c.domain] = 1;
+      b.g.opsets[""] = 20;
+      b.input("x", DType::Float32, shape).node(c.op, {"x"}, {"y"}, c.attrs);
+      b.g.nodes.back()->name = "op";
+      b.g.nodes.back()->domain = c.domain;
+      b.output("y");
+      const Tensor x = values(shape, static_cast<uint32_t>(n), c.scale);
+      const auto want = testing::run_with_algo(b.g, {{"x", x}}, {"reference"}, "op", threads);
+      const auto got = testing::run_with_algo(b.g, {{"x", x}}, {"unary=simd"}, "op", threads);
+      const std::string what = fmt::format("{}{} shape [1,{},{}] threads {}", *c.domain ? "joule " : "", c.op, shape[1], n, threads);
+      ASSERT_EQ(got.algorithm, "simd") << what;
+      expect_close(got.out.at("y"), want.out.at("y"), c.tol, what, c.floor);
+    }
+  }
+}
+
+TEST(EltwiseKernels, ClipWithConstantBoundsAndAttributes) {
+  for (int opset : {6, 13}) {
+    GraphBuilder b;
+    b.g.opsets[""] = opset;
+    b.input("x", DType::Float32, {3, 41});
+    if (opset >= 11) {
+      b.init("lo", Tensor::from_vector(std::vector<float>{-0.5f}, {}));
+      b.init("hi", Tensor::from_vector(std::vector<float>{2.f}, {}));
+      b.node("Clip", {"x", "lo", "hi"}, {"y"});
+    } else {
+      b.node("Clip", {"x"}, {"y"}, {{"min", -0.5f}, {"max", 2.f}});
+    }
+    b.g.nodes.back()->name = "op";
+    b.output("y");
+    const Tensor x = values({3, 41}, 5, 4);
+    const auto want = testing::run_with_algo(b.g, {{"x", x}}, {"reference"}, "op");
+    const auto got = testing::run_with_algo(b.g, {{"x", x}}, {"unary=simd"}, "op");
+    ASSERT_EQ(got.algorithm, "simd");
+    expect_close(got.out.at("y"), want.out.at("y"), 0, "Clip opset " + std::to_string(opset));
+  }
+}
+
+TEST(EltwiseKernels, BinarySimdMatchesReferenceOnEveryBroadcast) {
+  // a's shape, b's shape: equal, scalar either side, per-channel N,C,H,W, N,H,W,C gates, rows
+  // broadcast both ways, a length-1 output, and large ones that two threads split.
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{2, 3, 5, 7}, {2, 3, 5, 7}}, {{2, 3, 5, 7}, {}},        {{}, {4, 9}},           {{1, 16, 7, 7}, {1, 16, 1, 1}},
+      {{1, 7, 7, 16}, {1, 1, 1, 16}}, {{2, 5, 5, 24}, {2, 1, 1, 24}}, {{5, 1}, {1, 9}},   {{1, 1}, {1}},
+      {{3, 1, 33}, {3, 17, 1}},     {{1, 64, 40, 40}, {1, 64, 1, 1}}, {{300, 300}, {300, 300}}, {{1, 60, 60, 40}, {1, 1, 1, 40}},
+      {{70001}, {1}}};
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Max", "Min"}) {
+    for (size_t k = 0; k < shapes.size(); ++k) {
+      for (int threads : {1, 2}) {
+        const auto& [sa, sb] = shapes[k];
+        GraphBuilder b;
+        b.input("a", DType::Float32, sa).input("b", DType::Float32, sb).node(op, {"a", "b"}, {"y"});
+        b.g.nodes.back()->name = "op";
+        b.output("y");
+        const runtime::TensorMap in = {{"a", values(sa, static_cast<uint32_t>(k), 3)}, {"b", values(sb, static_cast<uint32_t>(k + 50), 3)}};
+        const auto want = testing::run_with_algo(b.g, in, {"reference"}, "op", threads);
+        const auto got = testing::run_with_algo(b.g, in, {"binary=simd"}, "op", threads);
+        const std::string what = fmt::format("{} case {} threads {}", op, k, threads);
+        ASSERT_EQ(got.algorithm, "simd") << what;
+        expect_close(got.out.at("y"), want.out.at("y"), 0, what);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace joule
