@@ -40,11 +40,15 @@ train-fashion: build
 bench-train: build
 	@PYTHONPATH=$(BUILD)/python $(PY) tools/bench_train.py --batch 256 --threads 2 --steps 25 --processes 3
 
-# 18 torchvision architectures (seeded weights, exported once to ~/.cache/joule/zoo): joule's
-# output against PyTorch's and its 1-thread latency; ZOO_OTHER=path/to/joule times another build too.
+# The zoo (tools/zoo.py): 22 torchvision architectures and a BERT-style encoder, seeded weights,
+# exported once to ~/.cache/joule/zoo; joule's output against PyTorch's, latency against ONNX Runtime
+# and PyTorch at 1 and 2 threads and batch 8, time on reference kernels, peak RSS.
+# ZOO_MODELS=a,b: only those; ZOO_OTHER=path/to/joule: another build timed alternately too.
+ZOO_DIR ?= $(HOME)/.cache/joule/zoo
 zoo: build
-	$(PY) tools/zoo.py export $(HOME)/.cache/joule/zoo
-	$(PY) tools/zoo.py check $(HOME)/.cache/joule/zoo $(BUILD)/joule $(ZOO_OTHER)
+	$(PY) tools/zoo.py export $(ZOO_DIR) $(if $(ZOO_MODELS),--models $(ZOO_MODELS))
+	$(PY) tools/zoo.py check $(ZOO_DIR) $(BUILD)/joule --threads 1,2 --batch8 $(if $(ZOO_MODELS),--models $(ZOO_MODELS)) \
+	  $(if $(ZOO_OTHER),--other $(ZOO_OTHER))
 
 clean:
 	rm -rf $(BUILD)

@@ -150,5 +150,75 @@ TEST(EltwiseKernels, BinarySimdMatchesReferenceOnEveryBroadcast) {
   }
 }
 
+
+// One pooling node against the reference on `x`.
+void expect_pool_matches(const std::string& op, const Tensor& x, std::map<std::string, ir::Attribute> attrs, double tol,
+                         const std::string& what, int threads = 1, int opset = 13) {
+  GraphBuilder b;
+  b.g.opsets[""] = opset;
+  b.input("x", x.dtype(), x.shape()).node(op, {"x"}, {"y"}, std::move(attrs));
+  b.g.nodes.back()->name = "op";
+  b.output("y");
+  const auto want = testing::run_with_algo(b.g, {{"x", x}}, {"reference"}, "op", threads);
+  const auto got = testing::run_with_algo(b.g, {{"x", x}}, {"pool=simd"}, "op", threads);
+  ASSERT_EQ(got.algorithm, "simd") << what;
+  const Tensor &g = got.out.at("y"), &w = want.out.at("y");
+  // Sums in float cancel: averages are compared relative to the inputs' scale (about 1).
+  if (x.dtype() == DType::Float32) return expect_close(g, w, tol, what, tol > 0 ? 1.0 : 1e-30);
+  ASSERT_EQ(g.shape(), w.shape()) << what;
+  for (int64_t i = 0; i < w.numel(); ++i)
+    ASSERT_EQ(g.value_as_double(i), w.value_as_double(i)) << what << " element " << i;
+}
+
+TEST(EltwiseKernels, PoolSimdMatchesReference) {
+  std::mt19937 rng(11);
+  auto r = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  for (int i = 0; i < 80; ++i) {
+    const int64_t kh = r(1, 4), kw = r(1, 4), sh = r(1, 3), sw = r(1, 3);
+    const Shape shape = {r(1, 2), r(1, 5), r(kh, 30), r(kw, 40)};
+    const std::vector<int64_t> pads = {r(0, kh - 1), r(0, kw - 1), r(0, kh - 1), r(0, kw - 1)};
+    const int64_t ceil = r(0, 1), include = r(0, 1);
+    std::map<std::string, ir::Attribute> attrs = {{"kernel_shape", std::vector<int64_t>{kh, kw}},
+                                                  {"strides", std::vector<int64_t>{sh, sw}},
+                                                  {"pads", pads},
+                                                  {"ceil_mode", ceil}};
+    const std::string what = fmt::format("case {}: x [{},{},{},{}] k {}x{} s {}x{} pads {},{},{},{} ceil {} include_pad {}", i,
+                                         shape[0], shape[1], shape[2], shape[3], kh, kw, sh, sw, pads[0], pads[1], pads[2],
+                                         pads[3], ceil, include);
+    const Tensor x = values(shape, static_cast<uint32_t>(i), 5);
+    expect_pool_matches("MaxPool", x, attrs, 0, "MaxPool " + what);
+    Tensor codes(i % 2 ? DType::UInt8 : DType::Int8, shape);
+    for (int64_t j = 0; j < codes.numel(); ++j)
+      i % 2 ? void(codes.data<uint8_t>()[j] = static_cast<uint8_t>(r(0, 255))) : void(codes.data<int8_t>()[j] = static_cast<int8_t>(r(-128, 127)));
+    expect_pool_matches("MaxPool", codes, attrs, 0, "MaxPool codes " + what);
+    attrs["count_include_pad"] = include;
+    expect_pool_matches("AveragePool", x, attrs, 1e-6, "AveragePool " + what);
+  }
+  // large enough for two threads
+  const Tensor big = values({1, 64, 56, 56}, 3, 5);
+  const std::map<std::string, ir::Attribute> k3s2 = {{"kernel_shape", std::vector<int64_t>{3, 3}},
+                                                     {"strides", std::vector<int64_t>{2, 2}},
+                                                     {"pads", std::vector<int64_t>{1, 1, 1, 1}}};
+  expect_pool_matches("MaxPool", big, k3s2, 0, "MaxPool threads 2", 2);
+  expect_pool_matches("AveragePool", big, k3s2, 1e-6, "AveragePool threads 2", 2);
+}
+
+TEST(EltwiseKernels, GlobalPoolsAndSpatialMeans) {
+  for (const Shape& shape : {Shape{1, 3, 7, 7}, Shape{2, 5, 1, 33}, Shape{1, 40, 56, 56}}) {
+    for (int threads : {1, 2}) {
+      const Tensor x = values(shape, static_cast<uint32_t>(shape[1]), 4);
+      const std::string what = fmt::format("x [{},{},{},{}] threads {}", shape[0], shape[1], shape[2], shape[3], threads);
+      expect_pool_matches("GlobalAveragePool", x, {}, 1e-5, "GlobalAveragePool " + what, threads);
+      expect_pool_matches("GlobalMaxPool", x, {}, 0, "GlobalMaxPool " + what, threads);
+      for (int64_t keep : {0, 1}) {
+        expect_pool_matches("ReduceMean", x, {{"axes", std::vector<int64_t>{2, 3}}, {"keepdims", keep}}, 1e-5,
+                            "ReduceMean N,C,H,W " + what, threads);
+        expect_pool_matches("ReduceMean", x, {{"axes", std::vector<int64_t>{1, -2}}, {"keepdims", keep}}, 1e-5,
+                            "ReduceMean N,H,W,C " + what, threads);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace joule

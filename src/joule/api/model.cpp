@@ -67,6 +67,18 @@ Model Model::with_input_shapes(const std::map<std::string, Shape>& shapes) const
   return m;
 }
 
+Model Model::resolved_for(const std::map<std::string, Tensor>& inputs) const {
+  std::map<std::string, Shape> shapes;
+  for (const std::string& name : graph().inputs) {
+    const ir::TensorType* t = graph().type_of(name);
+    auto it = inputs.find(name);
+    if (!t || t->is_static() || it == inputs.end()) continue;
+    if (t->has_shape && t->dims.size() != it->second.shape().size()) continue;
+    shapes[name] = it->second.shape();
+  }
+  return shapes.empty() ? *this : with_input_shapes(shapes);
+}
+
 std::vector<std::string> joule_op_nodes(const ir::Graph& g) {
   std::vector<std::string> v;
   for (auto& n : g.nodes)

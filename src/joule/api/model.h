@@ -35,6 +35,10 @@ class Model {
   // cost and data loading). Key "": the only input of a one-input model. BadInput for an
   // unknown input or a rank that contradicts the model.
   Model with_input_shapes(const std::map<std::string, Shape>& shapes) const;
+  // The same model with the symbolic dims of its inputs resolved from the tensors it is about to
+  // run on (a dynamic-batch export then plans static shapes: fast kernels, memory plan). Inputs
+  // declared static, absent from `inputs` or of another rank are left for the session to check.
+  Model resolved_for(const std::map<std::string, Tensor>& inputs) const;
 
   // A model made from this one (quantized, pruned, trained): `graph` under `name`, no file yet,
   // the same data preprocessing.

@@ -57,7 +57,7 @@ ProfileReport profile(const Model& m, const ProfileOptions& o, const Hooks& hook
                  fmt::format("[{}/{}] {} skipped (already measured)  elapsed {:.0f}s  eta {}", p.done, p.total,
                              p.skipped, p.elapsed_s, p.eta_s < 0 ? std::string("?") : fmt::format("{:.0f}s", p.eta_s)));
   };
-  profile::SweepOutcome out = profile::run_sweep(m.graph(), spec, opt, o.out_dir, r.sweep,
+  profile::SweepOutcome out = profile::run_sweep(m.resolved_for(o.inputs).graph(), spec, opt, o.out_dir, r.sweep,
                                                  o.inputs.empty() ? nullptr : &o.inputs, progress);
   r.points = std::move(out.measured);
   r.skipped = std::move(out.skipped);

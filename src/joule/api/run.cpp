@@ -74,7 +74,7 @@ nlohmann::json RunResult::to_json() const {
 
 RunResult run(const Model& m, const RunOptions& o, const Hooks& hooks) {
   if (o.repeat < 1) fail("repeat: " + std::to_string(o.repeat) + " (at least 1)");
-  Prepared p = prepare(m, o.prepare);
+  Prepared p = prepare(m.resolved_for(o.inputs), o.prepare);
   runtime::Session& s = *p.session;
   RunResult r;
   r.model = model_label(m);
@@ -108,7 +108,7 @@ nlohmann::json BenchResult::to_json() const {
 BenchResult bench(const Model& m, const BenchOptions& o, const Hooks& hooks) {
   if (o.runs < 1) fail("runs: " + std::to_string(o.runs) + " (at least 1)");
   if (o.warmup < 0) fail("warmup: " + std::to_string(o.warmup) + " is negative");
-  Prepared p = prepare(m, o.prepare);
+  Prepared p = prepare(m.resolved_for(o.inputs), o.prepare);
   runtime::Session& s = *p.session;
   const runtime::TensorMap inputs = o.inputs.empty() ? runtime::random_inputs(s) : o.inputs;
   const size_t total = static_cast<size_t>(o.warmup + o.runs);

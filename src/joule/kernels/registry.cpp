@@ -23,12 +23,13 @@ extern const Algorithm kConvGradDataOnednn;
 extern const Algorithm kConvGradWeightOnednn;
 extern const Algorithm kUnarySimd;
 extern const Algorithm kBinarySimd;
+extern const Algorithm kPoolSimd;
 
 const std::vector<const Algorithm*>& all_algorithms() {
   static const std::vector<const Algorithm*> all = {&kConvDirect, &kConvIm2colGemm, &kConvImplicitGemm, &kConvFft, &kConvWinograd, &kConvWinogradF2, &kConvOnednn,
                                                      &kGemmOnednnPacked, &kGemmOnednn, &kGemmBlas, &kMatMulOnednnPacked, &kMatMulOnednn, &kMatMulBlas,
                                                      &kQConvOnednnInt8, &kQMatMulOnednnInt8, &kConvGradDataOnednn,
-                                                     &kConvGradWeightOnednn, &kUnarySimd, &kBinarySimd};
+                                                     &kConvGradWeightOnednn, &kUnarySimd, &kBinarySimd, &kPoolSimd};
   return all;
 }
 
@@ -46,6 +47,7 @@ std::string op_class_of(const ir::Node& n) {
   if (n.domain == "joule" && n.op_type == "ConvGradWeight") return "conv_grad_weight";
   if (is_unary_eltwise(n)) return "unary";
   if (is_binary_eltwise(n)) return "binary";
+  if (is_pool(n)) return "pool";
   return "";
 }
 

@@ -34,7 +34,7 @@ void global_pool(const Tensor& X, Tensor& Y, Kind kind, double pw, ThreadPool* p
       const T* xp = x + t * plane;
       if (kind == Kind::Max) {
         T m = -std::numeric_limits<T>::infinity();
-        for (int64_t i = 0; i < plane; ++i) m = xp[i] > m || i == 0 ? xp[i] : m;
+        for (int64_t i = 0; i < plane; ++i) m = xp[i] > m || i == 0 || xp[i] != xp[i] ? xp[i] : m;  // NaN wins, and stays
         y[t] = m;
       } else if (kind == Kind::Avg) {
         double s = 0;  // double lanes, reassociated: vectorises, and stays more exact than a float sum

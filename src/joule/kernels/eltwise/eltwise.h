@@ -38,5 +38,6 @@ inline int64_t planned_numel(const NodeView& v, size_t i) {
 // The op classes of kernels/eltwise (see registry.cpp's op_class_of).
 bool is_unary_eltwise(const ir::Node& n);
 bool is_binary_eltwise(const ir::Node& n);
+bool is_pool(const ir::Node& n);
 
 }  // namespace joule::kernels

@@ -1,0 +1,344 @@
+// The "simd" algorithm of the pool op class: float32 2-D MaxPool and AveragePool (pads,
+// strides, ceil_mode, count_include_pad; MaxPool without dilations or Indices), GlobalAveragePool,
+// GlobalMaxPool, and ReduceMean over H,W of N,C,H,W (axes 2,3) or of N,H,W,C (axes 1,2: what
+// the channels_last pass makes of a squeeze-and-excitation GlobalAveragePool).
+// N,C,H,W windows are separable: each output row first reduces its window's input rows into a
+// padded row buffer (vectorised along W), then each output takes the reduction of kw buffer
+// cells (vectorised along the output row). N,H,W,C reductions run along C. Max propagates NaN
+// (as ONNX Runtime and PyTorch); -inf pads. Averages divide by the window's cells inside the
+// input (or the padded input, count_include_pad). Planes or channel ranges split over threads.
+// (GCC 12 warns about _mm512_undefined_* inside its own intrinsics headers.)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <limits>
+#include <type_traits>
+
+#include "joule/core/cpu_features.h"
+#include "joule/core/error.h"
+#include "joule/kernels/eltwise/eltwise.h"
+#include "joule/ops/pool_util.h"
+#include "joule/ops/vec_math.h"
+
+namespace joule::kernels {
+namespace {
+
+enum class Kind { kMaxPool, kAvgPool, kGlobalAvg, kGlobalMax, kMeanNhwc };
+
+// ---- the vectorised loops, compiled twice (baseline and AVX-512)
+
+template <class T>
+JOULE_ALWAYS_INLINE T vmax_t(T m, T v) { return v > m || v != v ? v : m; }
+
+// acc[i] += x[i] (the global and N,H,W,C means)
+JOULE_ALWAYS_INLINE void add_body(float* acc, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) acc[i] += x[i];
+}
+void add_base(float* acc, const float* x, int64_t n) { add_body(acc, x, n); }
+JOULE_AVX512 void add_avx512(float* acc, const float* x, int64_t n) { add_body(acc, x, n); }
+using Add = void (*)(float*, const float*, int64_t);
+Add add_of() { return cpu_features().avx512 ? add_avx512 : add_base; }
+
+// Output columns [j0, j1) of one output row whose windows lie inside the input row: acc[j] =
+// the max (or sum) over the kernel rows `rows` and kernel columns b of rows[a][j*S + b - pad].
+// Loops run kernel row, kernel column, then output column, so the inner loop vectorises along
+// the output row (S: the stride, 1, 2 or 0 for any).
+template <class T, bool Max, int S>
+JOULE_ALWAYS_INLINE void rows_body(const T* const* rows, int64_t nrows, int64_t kw, int64_t s, int64_t pad, T* acc,
+                                   int64_t j0, int64_t j1) {
+  const int64_t st = S ? S : s;
+  for (int64_t a = 0; a < nrows; ++a)
+    for (int64_t b = 0; b < kw; ++b) {
+      const T* r = rows[a] + b - pad;  // r[j * st] is in the row for the columns given
+      if (a == 0 && b == 0) {
+        for (int64_t j = j0; j < j1; ++j) acc[j] = r[j * st];
+      } else {
+        for (int64_t j = j0; j < j1; ++j) acc[j] = Max ? vmax_t(acc[j], r[j * st]) : acc[j] + r[j * st];
+      }
+    }
+}
+template <class T, bool Max, int S>
+void rows_base(const T* const* rows, int64_t nrows, int64_t kw, int64_t s, int64_t pad, T* acc, int64_t j0, int64_t j1) {
+  rows_body<T, Max, S>(rows, nrows, kw, s, pad, acc, j0, j1);
+}
+template <class T, bool Max, int S>
+JOULE_AVX512 void rows_avx512(const T* const* rows, int64_t nrows, int64_t kw, int64_t s, int64_t pad, T* acc, int64_t j0,
+                              int64_t j1) {
+  rows_body<T, Max, S>(rows, nrows, kw, s, pad, acc, j0, j1);
+}
+// The same for float32 at stride 1 or 2 in AVX-512 registers: 16 outputs stay in one register
+// over all kernel cells (stride 2: two loads and a permute to the even lanes); lanes that saw a
+// NaN are set to NaN at the end; the row's tail runs masked.
+template <bool Max, int S>
+JOULE_AVX512 void rows_avx512_float(const float* const* rows, int64_t nrows, int64_t kw, int64_t, int64_t pad, float* acc,
+                                    int64_t j0, int64_t j1) {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  for (int64_t j = j0; j < j1; j += 16) {
+    const int64_t n = std::min<int64_t>(16, j1 - j);
+    const __mmask16 m = static_cast<__mmask16>((1u << n) - 1);
+    __m512 v = _mm512_setzero_ps();
+    __mmask16 nan = 0;  // lanes that have seen a NaN (MAXPS alone would drop it)
+    for (int64_t a = 0; a < nrows; ++a)
+      for (int64_t b = 0; b < kw; ++b) {
+        const float* r = rows[a] + b - pad + j * S;
+        __m512 x;
+        if constexpr (S == 1) {
+          x = _mm512_maskz_loadu_ps(m, r);
+        } else {  // the 2n - 1 floats r[0], r[2], ..., r[2n - 2]
+          const int64_t c = 2 * n - 1;
+          const __mmask16 lo = static_cast<__mmask16>(c >= 16 ? 0xffff : (1u << c) - 1);
+          const __mmask16 hi = static_cast<__mmask16>(c > 16 ? (1u << (c - 16)) - 1 : 0);
+          x = _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(lo, r), even, _mm512_maskz_loadu_ps(hi, r + 16));
+        }
+        if (Max) nan |= _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+        if (a == 0 && b == 0) v = x;
+        else v = Max ? _mm512_max_ps(v, x) : _mm512_add_ps(v, x);
+      }
+    if (Max) v = _mm512_mask_mov_ps(v, nan, _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN()));
+    _mm512_mask_storeu_ps(acc + j, m, v);
+  }
+}
+
+template <class T>
+using Rows = void (*)(const T* const*, int64_t, int64_t, int64_t, int64_t, T*, int64_t, int64_t);
+template <class T, bool Max>
+Rows<T> rows_of(int64_t stride) {
+  const bool v = cpu_features().avx512;
+  if constexpr (std::is_same_v<T, float>)
+    if (v && (stride == 1 || stride == 2)) return stride == 1 ? rows_avx512_float<Max, 1> : rows_avx512_float<Max, 2>;
+  if (stride == 1) return v ? rows_avx512<T, Max, 1> : rows_base<T, Max, 1>;
+  if (stride == 2) return v ? rows_avx512<T, Max, 2> : rows_base<T, Max, 2>;
+  return v ? rows_avx512<T, Max, 0> : rows_base<T, Max, 0>;
+}
+
+// ---- plans
+
+struct Plan {
+  Kind kind = Kind::kMaxPool;
+  DType dtype = DType::Float32;
+  Shape x_shape, y_shape;
+  // windowed pools (N,C,H,W): SpatialPlan's H and W (index 1 and 2)
+  int64_t h = 0, w = 0, oh = 0, ow = 0, kh = 1, kw = 1, sh = 1, sw = 1, pt = 0, pl = 0;
+  std::vector<float> scale;       // per output: 1 / the window's cells (average)
+};
+
+int64_t cells(int64_t start, int64_t k, int64_t lo, int64_t hi) {  // of [start, start + k) inside [lo, hi)
+  return std::max<int64_t>(0, std::min(start + k, hi) - std::max(start, lo));
+}
+
+std::string read_axes(const NodeView& v, std::vector<int64_t>* axes) {
+  if (v.node.has_attr("axes")) {
+    *axes = v.node.attr_ints("axes");
+  } else if (v.has(1)) {
+    const Tensor* t = v.constant(1);
+    if (!t || t->dtype() != DType::Int64) return "axes are not a constant";
+    axes->assign(t->data<int64_t>(), t->data<int64_t>() + t->numel());
+  } else {
+    return "no axes (a reduction over every axis)";
+  }
+  for (int64_t& a : *axes) a = a < 0 ? a + 4 : a;
+  std::sort(axes->begin(), axes->end());
+  return "";
+}
+
+// "" and the plan when supported, else the reason.
+std::string plan_of(const NodeView& v, Plan* p) {
+  const ir::Node& n = v.node;
+  if (!n.domain.empty() && n.domain != "ai.onnx") return "not an ONNX op";
+  if (!v.has(0)) return "no input";
+  p->dtype = v.in_types[0]->dtype;
+  const bool codes = (p->dtype == DType::UInt8 || p->dtype == DType::Int8) && n.op_type == "MaxPool";
+  if (p->dtype != DType::Float32 && !codes) return "input is not float32 (nor the int8/uint8 codes of a MaxPool)";
+  if (!v.static_shape(0, &p->x_shape) || p->x_shape.size() != 4) return "input is not a static rank-4 tensor";
+  if (v.out_types.empty() || !v.out_types[0] || !v.out_types[0]->is_static()) return "output shape not static";
+  if (n.outputs.size() > 1 && !n.outputs[1].empty()) return "MaxPool's Indices output";
+  p->y_shape = v.out_types[0]->static_shape();
+  const std::string& t = n.op_type;
+  if (t == "GlobalAveragePool" || t == "GlobalMaxPool") {
+    p->kind = t == "GlobalMaxPool" ? Kind::kGlobalMax : Kind::kGlobalAvg;
+    return "";
+  }
+  if (t == "ReduceMean") {
+    std::vector<int64_t> axes;
+    if (std::string r = read_axes(v, &axes); !r.empty()) return r;
+    if (axes == std::vector<int64_t>{2, 3}) p->kind = Kind::kGlobalAvg;
+    else if (axes == std::vector<int64_t>{1, 2}) p->kind = Kind::kMeanNhwc;
+    else return "axes other than {2, 3} or {1, 2} of a rank-4 tensor";
+    return "";
+  }
+  if (t != "MaxPool" && t != "AveragePool") return "not a pooling op";
+  p->kind = t == "MaxPool" ? Kind::kMaxPool : Kind::kAvgPool;
+  ops::ConvGeometry g;
+  ops::SpatialPlan sp;
+  try {
+    g = ops::read_pool_geometry(n, 2, true);
+    sp = ops::make_spatial_plan(g, n, Shape(p->x_shape.begin() + 2, p->x_shape.end()));
+  } catch (const Error& e) {
+    return e.what();
+  }
+  if (sp.d[1] != 1 || sp.d[2] != 1) return "dilations";
+  p->h = sp.in[1], p->w = sp.in[2], p->oh = sp.out[1], p->ow = sp.out[2], p->kh = sp.k[1], p->kw = sp.k[2];
+  p->sh = sp.s[1], p->sw = sp.s[2], p->pt = sp.pb[1], p->pl = sp.pb[2];
+  if (p->kh > 64) return "a kernel taller than 64 rows";
+  if (p->kind == Kind::kAvgPool) {
+    const bool pad = n.attr_int("count_include_pad", 0) != 0;
+    for (int64_t r = 0; r < p->oh; ++r)
+      for (int64_t c = 0; c < p->ow; ++c) {
+        const int64_t top = r * p->sh - p->pt, left = c * p->sw - p->pl;
+        const int64_t n = pad ? cells(top, p->kh, -p->pt, p->h + sp.pe[1]) * cells(left, p->kw, -p->pl, p->w + sp.pe[2])
+                              : cells(top, p->kh, 0, p->h) * cells(left, p->kw, 0, p->w);
+        p->scale.push_back(1.f / static_cast<float>(n));
+      }
+  }
+  return "";
+}
+
+class PoolKernel final : public Kernel {
+ public:
+  explicit PoolKernel(Plan p) : p_(std::move(p)) {}
+
+  void run(ops::KernelContext& k) const override {
+    const Tensor& X = k.in(0);
+    if (X.dtype() != p_.dtype || X.shape() != p_.x_shape)
+      fail(k.node.where() + ": the simd kernel was prepared for another shape or dtype, got " + X.describe());
+    Tensor& Y = k.output(0, p_.dtype, p_.y_shape);
+    const int64_t n = p_.x_shape[0], c = p_.x_shape[1];
+    if (p_.dtype == DType::UInt8) return windows<uint8_t, true>(X.data<uint8_t>(), Y.data<uint8_t>(), n * c, k.pool);
+    if (p_.dtype == DType::Int8) return windows<int8_t, true>(X.data<int8_t>(), Y.data<int8_t>(), n * c, k.pool);
+    const float* x = X.data<float>();
+    float* y = Y.data<float>();
+    switch (p_.kind) {
+      case Kind::kMaxPool: return windows<float, true>(x, y, n * c, k.pool);
+      case Kind::kAvgPool: return windows<float, false>(x, y, n * c, k.pool);
+      case Kind::kGlobalAvg:
+      case Kind::kGlobalMax: return planes(x, y, n * c, p_.x_shape[2] * p_.x_shape[3], k.pool);
+      case Kind::kMeanNhwc: return mean_nhwc(x, y, k.pool);
+    }
+  }
+
+ private:
+  // A split over threads of `items` independent items of `work` elements each.
+  template <class F>
+  static void split(ThreadPool* pool, int64_t items, int64_t work, const F& f) {
+    const int64_t parts = pool ? std::min<int64_t>({pool->threads(), items, items * work / kEltwiseGrain}) : 1;
+    if (parts <= 1) return f(int64_t{0}, items);
+    pool->parallel_for(parts, [&](int64_t b, int64_t e) { f(items * b / parts, items * e / parts); });
+  }
+
+  // Per plane, per output row: the kernel rows clipped to the input once; the columns whose
+  // windows lie inside the row in one vectorised pass per kernel cell, the few at the edges
+  // through a clipped scalar loop; averages then scaled by 1 / cells.
+  template <class T, bool Max>
+  void windows(const T* x, T* y, int64_t planes, ThreadPool* pool) const {
+    const int64_t h = p_.h, w = p_.w, oh = p_.oh, ow = p_.ow, kh = p_.kh, kw = p_.kw, sw = p_.sw, pl = p_.pl;
+    const int64_t j_lo = std::min(ow, (pl + sw - 1) / sw);  // first column with w0 = j*sw - pl >= 0
+    const int64_t last = w - kw + pl;                       // j*sw <= last: the window ends inside
+    const int64_t j_hi = std::max(j_lo, last < 0 ? 0 : std::min(ow, last / sw + 1));
+    const Rows<T> rows_fn = rows_of<T, Max>(sw);
+    const T none = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+    split(pool, planes, h * w, [&](int64_t first, int64_t last_plane) {
+      const T* rows[64];
+      for (int64_t t = first; t < last_plane; ++t) {
+        const T* xp = x + t * h * w;
+        T* yp = y + t * oh * ow;
+        for (int64_t i = 0; i < oh; ++i) {
+          const int64_t h0 = i * p_.sh - p_.pt;
+          const int64_t a0 = std::max<int64_t>(0, -h0), a1 = std::min(kh, h - h0);
+          int64_t nrows = 0;
+          for (int64_t a = a0; a < a1; ++a) rows[nrows++] = xp + (h0 + a) * w;
+          T* yr = yp + i * ow;
+          const float* sc = Max ? nullptr : p_.scale.data() + i * ow;
+          if (nrows > 0 && j_lo < j_hi) {
+            rows_fn(rows, nrows, kw, sw, pl, yr, j_lo, j_hi);
+            if constexpr (!Max)
+              for (int64_t j = j_lo; j < j_hi; ++j) yr[j] *= sc[j];
+          }
+          for (int64_t j = 0; j < ow; ++j) {
+            if (nrows > 0 && j == j_lo && j_lo < j_hi) {
+              j = j_hi - 1;
+              continue;
+            }
+            const int64_t w0 = j * sw - pl, b0 = std::max<int64_t>(0, -w0), b1 = std::min(kw, w - w0);
+            T acc = Max ? none : T(0);  // (no valid cell: -inf, or the lowest code)
+            for (int64_t a = 0; a < nrows; ++a)
+              for (int64_t b = b0; b < b1; ++b) acc = Max ? vmax_t(acc, rows[a][w0 + b]) : acc + rows[a][w0 + b];
+            if constexpr (Max)
+              yr[j] = acc;
+            else
+              yr[j] = acc * sc[j];
+          }
+        }
+      }
+    });
+  }
+
+  void planes(const float* x, float* y, int64_t planes, int64_t hw, ThreadPool* pool) const {
+    const bool max = p_.kind == Kind::kGlobalMax;
+    split(pool, planes, hw, [&](int64_t first, int64_t last) {
+      for (int64_t t = first; t < last; ++t) y[t] = max ? plane_max(x + t * hw, hw) : plane_sum(x + t * hw, hw) / static_cast<float>(hw);
+    });
+  }
+  static float plane_sum(const float* x, int64_t n) {
+    float acc[16] = {};
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+      for (int j = 0; j < 16; ++j) acc[j] += x[i + j];
+    float s = 0;
+    for (; i < n; ++i) s += x[i];
+    for (float a : acc) s += a;
+    return s;
+  }
+  static float plane_max(const float* x, int64_t n) {
+    float m = -std::numeric_limits<float>::infinity();
+    for (int64_t i = 0; i < n; ++i) m = vmax_t(m, x[i]);
+    return m;
+  }
+
+  // y[n, c] = mean over H,W of x[n, h, w, c]: rows of C folded; channel ranges over threads.
+  void mean_nhwc(const float* x, float* y, ThreadPool* pool) const {
+    const int64_t n = p_.x_shape[0], hw = p_.x_shape[1] * p_.x_shape[2], c = p_.x_shape[3];
+    const Add add = add_of();
+    const float inv = 1.f / static_cast<float>(hw);
+    for (int64_t b = 0; b < n; ++b) {
+      const float* xb = x + b * hw * c;
+      float* yb = y + b * c;
+      const int64_t blocks = (c + 15) / 16;
+      split(pool, blocks, hw * 16, [&](int64_t first, int64_t last) {
+        const int64_t c0 = first * 16, c1 = std::min(c, last * 16);
+        std::fill(yb + c0, yb + c1, 0.f);
+        for (int64_t i = 0; i < hw; ++i) add(yb + c0, xb + i * c + c0, c1 - c0);
+        for (int64_t j = c0; j < c1; ++j) yb[j] *= inv;
+      });
+    }
+  }
+
+  Plan p_;
+};
+
+std::string supports(const NodeView& v) {
+  Plan p;
+  return plan_of(v, &p);
+}
+
+double estimate_ms(const NodeView& v) { return static_cast<double>(planned_numel(v, 0)) * 1e-6; }
+
+std::unique_ptr<Kernel> prepare(const NodeView& v) {
+  Plan p;
+  plan_of(v, &p);
+  return std::make_unique<PoolKernel>(std::move(p));
+}
+
+}  // namespace
+
+bool is_pool(const ir::Node& n) {
+  if (!n.domain.empty() && n.domain != "ai.onnx") return false;
+  return n.op_type == "MaxPool" || n.op_type == "AveragePool" || n.op_type == "GlobalAveragePool" ||
+         n.op_type == "GlobalMaxPool" || n.op_type == "ReduceMean";
+}
+
+extern const Algorithm kPoolSimd;
+const Algorithm kPoolSimd{"pool", "simd",
+                          "float32 2-D Max/AveragePool (separable windows), global pools and ReduceMean over H,W, vectorised, threaded",
+                          supports, estimate_ms, prepare};
+
+}  // namespace joule::kernels
