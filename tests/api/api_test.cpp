@@ -170,3 +170,25 @@ TEST(Api, InputShapesAreCheckedAgainstTheModel) {
   EXPECT_THROW(api::parse_input_shape("x=1,a,3"), Error);
   EXPECT_EQ(api::parse_input_shape("x=1,3").second, (joule::Shape{1, 3}));
 }
+
+// A dynamic-batch export run on a batch: the symbolic dims come from the inputs, so the plan has
+// static shapes and fast kernels; declared static shapes are still checked, not overridden.
+TEST(Api, SymbolicInputDimsAreResolvedFromTheInputs) {
+  GraphBuilder b;
+  b.input_sym("x", DType::Float32, {joule::ir::Dim{-1, "batch"}, joule::ir::Dim{3, ""}, joule::ir::Dim{8, ""}})
+      .node("Sigmoid", {"x"}, {"y"}, {}, "act")
+      .output("y");
+  const api::Model m(b.build());
+  const Tensor x = random_tensor({5, 3, 8}, 1);
+  const api::Model r = m.resolved_for({{"x", x}});
+  EXPECT_EQ(r.graph().type_of("x")->str(), "float32[5,3,8]");
+  api::Prepared p = api::prepare(r, api::PrepareOptions::with_threads(1));
+  EXPECT_EQ(api::plan_json(*p.session)["steps"][0]["algorithm"], "simd") << api::plan_json(*p.session).dump();
+  api::RunOptions o;
+  o.inputs = {{"x", x}};
+  EXPECT_EQ(api::run(m, o).outputs.at("y").shape(), (joule::Shape{5, 3, 8}));
+  // static declarations are left to the session's checks
+  const api::Model fixed = m.with_input_shapes({{"x", {2, 3, 8}}});
+  EXPECT_EQ(fixed.resolved_for({{"x", x}}).graph().type_of("x")->str(), "float32[2,3,8]");
+  EXPECT_THROW(api::run(fixed, o), Error);
+}

@@ -14,17 +14,14 @@
 
 namespace joule::ops::vec {
 
-// e^x, relative error below 2e-7 for x in [-87.3, 88.3]. Below -87.3 the result is 0 (e^x
-// would be subnormal there); above 88.3 it is e^88.3. Cody-Waite reduction x = n ln2 + r with
-// |r| <= ln2/2, degree-7 Taylor series for e^r, 2^n written into the exponent bits.
-JOULE_ALWAYS_INLINE float exp(float x) {
-  constexpr float kLo = -87.3f, kHi = 88.3f, kRound = 12582912.0f;  // 1.5 * 2^23
-  const bool under = x < kLo;
-  x = x < kLo ? kLo : x;
-  x = x > kHi ? kHi : x;
-  const float n = (x * 1.4426950408889634f + kRound) - kRound;  // round to nearest
-  float r = x - n * 0.693145751953125f;                         // ln2, high bits (exact product)
-  r = r - n * 1.4286068203094173e-06f;                          // ln2, low bits
+// x = n ln2 + r with |r| <= ln2/2 (Cody-Waite: ln2 in a high part whose products with n are exact
+// and a low part); returns e^r as a degree-7 Taylor series and n (an integer-valued float).
+// x must be clamped to float's exp range by the caller.
+JOULE_ALWAYS_INLINE float exp_reduced(float x, float* n_out) {
+  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding and subtracting rounds to nearest
+  const float n = (x * 1.4426950408889634f + kRound) - kRound;
+  float r = x - n * 0.693145751953125f;
+  r = r - n * 1.4286068203094173e-06f;
   float p = 1.f / 5040;
   p = p * r + 1.f / 720;
   p = p * r + 1.f / 120;
@@ -33,6 +30,20 @@ JOULE_ALWAYS_INLINE float exp(float x) {
   p = p * r + 0.5f;
   p = p * r + 1.f;
   p = p * r + 1.f;
+  *n_out = n;
+  return p;
+}
+
+// e^x, relative error below 2e-7 for x in [-87.3, 88.3]. Below -87.3 the result is 0 (e^x
+// would be subnormal there); above 88.3 it is e^88.3. exp_reduced, 2^n written into the
+// exponent bits.
+JOULE_ALWAYS_INLINE float exp(float x) {
+  constexpr float kLo = -87.3f, kHi = 88.3f;
+  const bool under = x < kLo;
+  x = x < kLo ? kLo : x;
+  x = x > kHi ? kHi : x;
+  float n;
+  const float p = exp_reduced(x, &n);
   const float scale = std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);
   return under ? 0.f : p * scale;
 }
@@ -58,20 +69,11 @@ JOULE_ALWAYS_INLINE float erfc_nonneg(float z) {
 // above 88.72, subnormals down to 2^-149, 0 below, NaN for NaN. The same reduction and series
 // as exp(); 2^n is applied as two factors so that neither leaves float's normal range.
 JOULE_ALWAYS_INLINE float exp_full(float x) {
-  constexpr float kLo = -104.f, kHi = 89.f, kRound = 12582912.0f;
+  constexpr float kLo = -104.f, kHi = 89.f;
   x = x < kLo ? kLo : x;
   x = x > kHi ? kHi : x;
-  const float n = (x * 1.4426950408889634f + kRound) - kRound;
-  float r = x - n * 0.693145751953125f;
-  r = r - n * 1.4286068203094173e-06f;
-  float p = 1.f / 5040;
-  p = p * r + 1.f / 720;
-  p = p * r + 1.f / 120;
-  p = p * r + 1.f / 24;
-  p = p * r + 1.f / 6;
-  p = p * r + 0.5f;
-  p = p * r + 1.f;
-  p = p * r + 1.f;
+  float n;
+  const float p = exp_reduced(x, &n);
   const int32_t ni = static_cast<int32_t>(n), a = ni >> 1, b = ni - a;
   return p * std::bit_cast<float>((a + 127) << 23) * std::bit_cast<float>((b + 127) << 23);
 }
