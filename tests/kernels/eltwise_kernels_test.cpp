@@ -4,6 +4,8 @@
 // (tensors large enough to be split), and every broadcasting pattern of the binary ops.
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <cstring>
 #include <limits>
 
 #include "graph_builder.h"
@@ -216,6 +218,71 @@ TEST(EltwiseKernels, GlobalPoolsAndSpatialMeans) {
         expect_pool_matches("ReduceMean", x, {{"axes", std::vector<int64_t>{1, -2}}, {"keepdims", keep}}, 1e-5,
                             "ReduceMean N,H,W,C " + what, threads);
       }
+    }
+  }
+}
+
+// Exactly equal tensors (dtype, shape, bytes).
+void expect_same_bytes(const Tensor& got, const Tensor& want, const std::string& what) {
+  ASSERT_EQ(got.dtype(), want.dtype()) << what;
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  EXPECT_EQ(std::memcmp(got.raw(), want.raw(), want.nbytes()), 0) << what;
+}
+
+Tensor bytes_tensor(DType t, const Shape& s, uint32_t seed) {
+  Tensor x(t, s);
+  auto* p = static_cast<unsigned char*>(x.raw());
+  std::mt19937 rng(seed);
+  for (size_t i = 0; i < x.nbytes(); ++i) p[i] = static_cast<unsigned char>(rng());
+  return x;
+}
+
+TEST(EltwiseKernels, TransposeAndConcatMatchReference) {
+  std::mt19937 rng(5);
+  auto r = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  const DType types[] = {DType::Float32, DType::Int64, DType::UInt8, DType::Float16};
+  for (int i = 0; i < 60; ++i) {
+    Shape shape;
+    for (int64_t d = r(2, 5); d > 0; --d) shape.push_back(r(1, 9));
+    if (i % 10 == 0) shape = {1, 64, 40, 40};  // large enough for two threads
+    const size_t rank = shape.size();
+    std::vector<int64_t> perm(shape.size());
+    for (size_t d = 0; d < perm.size(); ++d) perm[d] = static_cast<int64_t>(d);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    const DType t = types[i % 4];
+    const int threads = i % 10 == 0 ? 2 : 1;
+    {
+      GraphBuilder b;
+      b.input("x", t, shape).node("Transpose", {"x"}, {"y"}, {{"perm", perm}});
+      b.g.nodes.back()->name = "op";
+      b.output("y");
+      const Tensor x = bytes_tensor(t, shape, static_cast<uint32_t>(i));
+      const auto want = testing::run_with_algo(b.g, {{"x", x}}, {"reference"}, "op", threads);
+      const auto got = testing::run_with_algo(b.g, {{"x", x}}, {"transpose=tiled"}, "op", threads);
+      ASSERT_EQ(got.algorithm, "tiled");
+      expect_same_bytes(got.out.at("y"), want.out.at("y"), fmt::format("Transpose case {}", i));
+    }
+    {
+      const int64_t axis = r(-static_cast<int64_t>(rank), static_cast<int64_t>(rank) - 1);
+      const size_t a = static_cast<size_t>(axis < 0 ? axis + static_cast<int64_t>(rank) : axis);
+      GraphBuilder b;
+      std::vector<std::string> names;
+      runtime::TensorMap in;
+      for (int k = 0; k < static_cast<int>(r(1, 4)); ++k) {
+        Shape s = shape;
+        s[a] = r(0, 5);
+        const std::string n = "x" + std::to_string(k);
+        b.input(n, t, s);
+        names.push_back(n);
+        in[n] = bytes_tensor(t, s, static_cast<uint32_t>(100 * i + k));
+      }
+      b.node("Concat", names, {"y"}, {{"axis", axis}});
+      b.g.nodes.back()->name = "op";
+      b.output("y");
+      const auto want = testing::run_with_algo(b.g, in, {"reference"}, "op", threads);
+      const auto got = testing::run_with_algo(b.g, in, {"concat=copy"}, "op", threads);
+      ASSERT_EQ(got.algorithm, "copy");
+      expect_same_bytes(got.out.at("y"), want.out.at("y"), fmt::format("Concat case {} axis {}", i, axis));
     }
   }
 }

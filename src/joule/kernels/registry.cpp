@@ -24,12 +24,14 @@ extern const Algorithm kConvGradWeightOnednn;
 extern const Algorithm kUnarySimd;
 extern const Algorithm kBinarySimd;
 extern const Algorithm kPoolSimd;
+extern const Algorithm kTransposeTiled;
+extern const Algorithm kConcatCopy;
 
 const std::vector<const Algorithm*>& all_algorithms() {
   static const std::vector<const Algorithm*> all = {&kConvDirect, &kConvIm2colGemm, &kConvImplicitGemm, &kConvFft, &kConvWinograd, &kConvWinogradF2, &kConvOnednn,
                                                      &kGemmOnednnPacked, &kGemmOnednn, &kGemmBlas, &kMatMulOnednnPacked, &kMatMulOnednn, &kMatMulBlas,
                                                      &kQConvOnednnInt8, &kQMatMulOnednnInt8, &kConvGradDataOnednn,
-                                                     &kConvGradWeightOnednn, &kUnarySimd, &kBinarySimd, &kPoolSimd};
+                                                     &kConvGradWeightOnednn, &kUnarySimd, &kBinarySimd, &kPoolSimd, &kTransposeTiled, &kConcatCopy};
   return all;
 }
 
@@ -48,6 +50,7 @@ std::string op_class_of(const ir::Node& n) {
   if (is_unary_eltwise(n)) return "unary";
   if (is_binary_eltwise(n)) return "binary";
   if (is_pool(n)) return "pool";
+  if (std::string m = movement_class(n); !m.empty()) return m;
   return "";
 }
 

@@ -150,7 +150,8 @@ inline void transpose4x4(const U* src, int64_t src_stride, U* dst, int64_t dst_s
 // output's last axis reads the input with stride `strides[r - 1]`: a batch of 2-D transposes,
 // copied in 16 x 16 tiles so that both sides touch whole cache lines.
 template <class U>
-void tiled_transpose(const U* src, U* dst, const Shape& out_shape, const std::vector<int64_t>& strides, size_t q) {
+void tiled_transpose(const U* src, U* dst, const Shape& out_shape, const std::vector<int64_t>& strides, size_t q,
+                     int64_t first, int64_t last) {
   constexpr int64_t T = 16;
   const size_t r = out_shape.size();
   const std::vector<int64_t> ostr = shape_strides(out_shape);
@@ -160,8 +161,14 @@ void tiled_transpose(const U* src, U* dst, const Shape& out_shape, const std::ve
     if (d != q) other.push_back(d);
   std::vector<int64_t> idx(other.size(), 0);
   int64_t in_base = 0, out_base = 0;
-  const int64_t batches = shape_numel(out_shape) / std::max<int64_t>(1, ni * nj);
-  for (int64_t b = 0; b < batches; ++b) {
+  for (size_t k = other.size(), rest = static_cast<size_t>(first); k-- > 0;) {  // batch `first`'s position
+    const size_t d = other[k];
+    idx[k] = static_cast<int64_t>(rest % static_cast<size_t>(out_shape[d]));
+    rest /= static_cast<size_t>(out_shape[d]);
+    in_base += idx[k] * strides[d];
+    out_base += idx[k] * ostr[d];
+  }
+  for (int64_t b = first; b < last; ++b) {
     for (int64_t i0 = 0; i0 < ni; i0 += T) {
       const int64_t i1 = std::min(ni, i0 + T);
       for (int64_t j0 = 0; j0 < nj; j0 += T) {
@@ -198,25 +205,54 @@ void tiled_transpose(const U* src, U* dst, const Shape& out_shape, const std::ve
 
 }  // namespace
 
-Tensor transpose_tensor(const Tensor& x, const std::vector<int64_t>& perm) {
+Shape permuted_shape(const Shape& s, const std::vector<int64_t>& perm) {
+  Shape out(perm.size());
+  for (size_t d = 0; d < perm.size(); ++d) out[d] = s[static_cast<size_t>(perm[d])];
+  return out;
+}
+
+void transpose_into(const Tensor& x, const std::vector<int64_t>& perm, Tensor& out, ThreadPool* pool) {
   const auto in_strides = shape_strides(x.shape());
-  Shape out_shape(perm.size());
+  const Shape out_shape = permuted_shape(x.shape(), perm);
   std::vector<int64_t> strides(perm.size());
   size_t q = perm.size();  // the output axis that is the input's last (contiguous) axis
   for (size_t d = 0; d < perm.size(); ++d) {
-    out_shape[d] = x.shape()[static_cast<size_t>(perm[d])];
     strides[d] = in_strides[static_cast<size_t>(perm[d])];
     if (static_cast<size_t>(perm[d]) + 1 == perm.size()) q = d;
   }
   // Rows that are contiguous in the input (or too short to tile) go through strided_copy.
-  if (q + 1 >= perm.size() || out_shape[q] < 4 || out_shape.back() < 4 || x.numel() == 0)
-    return strided_copy(x, out_shape, strides, 0);
-  Tensor out(x.dtype(), out_shape);
+  if (q + 1 >= perm.size() || out_shape[q] < 4 || out_shape.back() < 4 || x.numel() == 0) {
+    const Tensor t = strided_copy(x, out_shape, strides, 0);
+    std::memcpy(out.raw(), t.raw(), t.nbytes());
+    return;
+  }
+  const int64_t batches = shape_numel(out_shape) / (out_shape[q] * out_shape.back());
+  // a split only where each thread gets at least 64K elements
+  const int64_t parts = pool ? std::min<int64_t>({pool->threads(), batches, x.numel() / 65536}) : 1;
   visit_elem_bytes(x.dtype(), [&](auto tag) {
     using U = typename decltype(tag)::type;
-    tiled_transpose(static_cast<const U*>(x.raw()), static_cast<U*>(out.raw()), out_shape, strides, q);
+    const U* src = static_cast<const U*>(x.raw());
+    U* dst = static_cast<U*>(out.raw());
+    if (parts <= 1)
+      tiled_transpose(src, dst, out_shape, strides, q, 0, batches);
+    else
+      pool->parallel_for(parts, [&](int64_t b, int64_t e) {
+        tiled_transpose(src, dst, out_shape, strides, q, batches * b / parts, batches * e / parts);
+      });
   });
+}
+
+Tensor transpose_tensor(const Tensor& x, const std::vector<int64_t>& perm) {
+  Tensor out(x.dtype(), permuted_shape(x.shape(), perm));
+  transpose_into(x, perm, out, nullptr);
   return out;
+}
+
+Tensor transpose_reference(const Tensor& x, const std::vector<int64_t>& perm) {
+  const auto in_strides = shape_strides(x.shape());
+  std::vector<int64_t> strides(perm.size());
+  for (size_t d = 0; d < perm.size(); ++d) strides[d] = in_strides[static_cast<size_t>(perm[d])];
+  return strided_copy(x, permuted_shape(x.shape(), perm), strides, 0);
 }
 
 Tensor mapped_copy(const Tensor& in, const Shape& out_shape,

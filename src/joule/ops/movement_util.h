@@ -57,8 +57,14 @@ AxisSlice slice_axis(int64_t dim, int64_t start, int64_t end, int64_t step);
 // out[o] = in[offset + sum_d o_d * strides[d]] (strides in elements, may be 0 or negative).
 Tensor strided_copy(const Tensor& in, const Shape& out_shape, const std::vector<int64_t>& strides,
                     int64_t offset);
-// Permutes the axes of x: out.shape[d] = x.shape[perm[d]].
+// Permutes the axes of x: out.shape[d] = x.shape[perm[d]]. Batches of 2-D transposes in 16 x 16
+// tiles (4 x 4 blocks of 4-byte elements through SSE2 registers); transpose_into writes into
+// `out` (its shape already the permuted one) and splits large tensors over `pool` (may be null).
 Tensor transpose_tensor(const Tensor& x, const std::vector<int64_t>& perm);
+void transpose_into(const Tensor& x, const std::vector<int64_t>& perm, Tensor& out, ThreadPool* pool);
+Shape permuted_shape(const Shape& s, const std::vector<int64_t>& perm);
+// The Transpose op's reference kernel: one strided element copy per output element.
+Tensor transpose_reference(const Tensor& x, const std::vector<int64_t>& perm);
 // Same rank: out[o_0..o_r-1] = in[maps[0][o_0], ..., maps[r-1][o_r-1]]; when any map entry
 // is -1 the element is `fill` (a one-element tensor of in's dtype; zero when null).
 Tensor mapped_copy(const Tensor& in, const Shape& out_shape,

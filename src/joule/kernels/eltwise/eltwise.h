@@ -1,6 +1,7 @@
 #pragma once
 // Shared by the fast elementwise, pooling and data-movement algorithms (kernels/eltwise/).
 #include <cstdint>
+#include <string>
 
 #include "joule/core/thread_pool.h"
 #include "joule/kernels/algorithm.h"
@@ -39,5 +40,6 @@ inline int64_t planned_numel(const NodeView& v, size_t i) {
 bool is_unary_eltwise(const ir::Node& n);
 bool is_binary_eltwise(const ir::Node& n);
 bool is_pool(const ir::Node& n);
+std::string movement_class(const ir::Node& n);  // "transpose", "concat" or ""
 
 }  // namespace joule::kernels

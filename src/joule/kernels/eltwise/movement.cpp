@@ -1,0 +1,133 @@
+// Data movement as algorithms: the "tiled" Transpose (batches of 2-D transposes in 16 x 16
+// tiles, 4 x 4 blocks of 4-byte elements through SSE2 registers: ops::transpose_into) and the
+// "copy" Concat (one memcpy per input row); both write into the planned output buffer and split
+// large tensors over the thread pool. The ops' reference kernels copy element by element
+// (Transpose) or are the same memcpy into a fresh tensor (Concat).
+#include <cstring>
+
+#include "joule/core/error.h"
+#include "joule/kernels/eltwise/eltwise.h"
+#include "joule/ops/movement_util.h"
+
+namespace joule::kernels {
+namespace {
+
+bool onnx_op(const ir::Node& n, const char* type) {
+  return (n.domain.empty() || n.domain == "ai.onnx") && n.op_type == type;
+}
+
+// ---- Transpose
+
+class TransposeKernel final : public Kernel {
+ public:
+  explicit TransposeKernel(std::vector<int64_t> perm) : perm_(std::move(perm)) {}
+  void run(ops::KernelContext& k) const override {
+    const Tensor& x = k.in(0);
+    if (static_cast<size_t>(x.rank()) != perm_.size())
+      fail(k.node.where() + ": the tiled kernel was prepared for rank " + std::to_string(perm_.size()) + ", got " + x.describe());
+    Tensor& y = k.output(0, x.dtype(), ops::movement::permuted_shape(x.shape(), perm_));
+    ops::movement::transpose_into(x, perm_, y, k.pool);
+  }
+
+ private:
+  std::vector<int64_t> perm_;
+};
+
+// The permutation at plan time (default: reversed axes); empty when the rank is unknown.
+std::vector<int64_t> perm_of(const NodeView& v) {
+  if (!v.has(0) || !v.in_types[0]->has_shape) return {};
+  const size_t r = v.in_types[0]->dims.size();
+  std::vector<int64_t> p = v.node.attr_ints("perm");
+  if (!v.node.has_attr("perm"))
+    for (size_t d = 0; d < r; ++d) p.push_back(static_cast<int64_t>(r - 1 - d));
+  if (p.size() != r) return {};
+  std::vector<bool> seen(r, false);
+  for (int64_t& a : p) {
+    if (a < 0) a += static_cast<int64_t>(r);
+    if (a < 0 || a >= static_cast<int64_t>(r) || seen[static_cast<size_t>(a)]) return {};
+    seen[static_cast<size_t>(a)] = true;
+  }
+  return p;
+}
+
+std::string transpose_supports(const NodeView& v) {
+  if (perm_of(v).empty()) return "rank unknown at plan time, or perm invalid";
+  const size_t e = dtype_size(v.in_types[0]->dtype);
+  return e == 1 || e == 2 || e == 4 || e == 8 ? "" : "elements of " + std::to_string(e) + " bytes";
+}
+double transpose_estimate(const NodeView& v) { return static_cast<double>(planned_numel(v, 0)) * 1e-6; }
+std::unique_ptr<Kernel> transpose_prepare(const NodeView& v) { return std::make_unique<TransposeKernel>(perm_of(v)); }
+
+// ---- Concat
+
+class ConcatKernel final : public Kernel {
+ public:
+  void run(ops::KernelContext& k) const override {
+    std::vector<const Tensor*> xs;
+    for (size_t i = 0; i < k.inputs.size(); ++i)
+      if (k.has(i)) xs.push_back(k.inputs[i]);
+    const Tensor& first = *xs[0];
+    const int64_t rank = first.rank();
+    const int64_t axis = ops::normalize_axis(k.node.attr_int("axis", 0), rank, k.node);
+    Shape out = first.shape();
+    out[static_cast<size_t>(axis)] = 0;
+    for (const Tensor* x : xs) {
+      if (x->dtype() != first.dtype() || x->rank() != rank) fail(k.node.where() + ": inputs differ in dtype or rank");
+      for (int64_t d = 0; d < rank; ++d)
+        if (d != axis && x->shape()[static_cast<size_t>(d)] != first.shape()[static_cast<size_t>(d)])
+          fail(k.node.where() + ": input " + x->describe() + " does not match " + first.describe() + " off axis " + std::to_string(axis));
+      out[static_cast<size_t>(axis)] += x->shape()[static_cast<size_t>(axis)];
+    }
+    Tensor& y = k.output(0, first.dtype(), out);
+    int64_t outer = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= out[static_cast<size_t>(d)];
+    const size_t esize = dtype_size(first.dtype());
+    std::vector<size_t> row(xs.size()), at(xs.size());  // bytes per outer row; offset in an output row
+    size_t out_row = 0;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      row[i] = static_cast<size_t>(outer ? xs[i]->numel() / outer : 0) * esize;
+      at[i] = out_row;
+      out_row += row[i];
+    }
+    auto* dst = static_cast<std::byte*>(y.raw());
+    // (outer row, input) pieces split over threads when there are at least 4 MB to move (below,
+    // one core copies as fast as two here)
+    const int64_t pieces = outer * static_cast<int64_t>(xs.size());
+    const int64_t parts = k.pool ? std::min<int64_t>({k.pool->threads(), pieces, static_cast<int64_t>(y.nbytes() >> 22)}) : 1;
+    auto copy = [&](int64_t b, int64_t e) {
+      for (int64_t p = b; p < e; ++p) {
+        const size_t o = static_cast<size_t>(p) / xs.size(), i = static_cast<size_t>(p) % xs.size();
+        if (row[i]) std::memcpy(dst + o * out_row + at[i], static_cast<const std::byte*>(xs[i]->raw()) + o * row[i], row[i]);
+      }
+    };
+    if (parts <= 1)
+      copy(0, pieces);
+    else
+      k.pool->parallel_for(parts, [&](int64_t b, int64_t e) { copy(pieces * b / parts, pieces * e / parts); });
+  }
+};
+
+std::string concat_supports(const NodeView& v) {
+  for (size_t i = 0; i < v.in_types.size(); ++i)
+    if (v.in_types[i] && !v.in_types[i]->has_shape) return "input ranks unknown at plan time";
+  return "";
+}
+std::unique_ptr<Kernel> concat_prepare(const NodeView&) { return std::make_unique<ConcatKernel>(); }
+
+}  // namespace
+
+std::string movement_class(const ir::Node& n) {
+  if (onnx_op(n, "Transpose")) return "transpose";
+  if (onnx_op(n, "Concat")) return "concat";
+  return "";
+}
+
+extern const Algorithm kTransposeTiled;
+const Algorithm kTransposeTiled{"transpose", "tiled",
+                                "16 x 16 tiles, 4 x 4 blocks through SSE2 registers, into the planned buffer, threaded",
+                                transpose_supports, transpose_estimate, transpose_prepare};
+extern const Algorithm kConcatCopy;
+const Algorithm kConcatCopy{"concat", "copy", "one memcpy per input row into the planned buffer, threaded from 4 MB",
+                            concat_supports, transpose_estimate, concat_prepare};
+
+}  // namespace joule::kernels
