@@ -83,7 +83,6 @@ int run_training(TrainArgs& a, const Workflow& workflow, const std::function<voi
   o.data = api::DataSource::from_spec(a.data);
   if (!a.val.empty()) o.val = api::DataSource::from_spec(a.val);
   o.shuffle = !a.no_shuffle;
-  if (o.steps > 0) o.epochs = 0;
   if (!a.teacher.empty()) o.teacher = api::Model::load(a.teacher);
   api::Hooks hooks = terminal_hooks(a.quiet);
   const bool json = a.format == "json";

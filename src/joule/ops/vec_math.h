@@ -14,14 +14,30 @@
 
 namespace joule::ops::vec {
 
-// x = n ln2 + r with |r| <= ln2/2 (Cody-Waite: ln2 in a high part whose products with n are exact
-// and a low part); returns e^r as a degree-7 Taylor series and n (an integer-valued float).
-// x must be clamped to float's exp range by the caller.
-JOULE_ALWAYS_INLINE float exp_reduced(float x, float* n_out) {
+// The range reduction of exp and expm1: x = n ln2 + r, n = round(x / ln2) (an integer-valued
+// float), r = x - n ln2 in two steps (Cody-Waite: ln2 in a high part whose products with n are
+// exact, and a low part).
+JOULE_ALWAYS_INLINE float round_x_over_ln2(float x) {
   constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding and subtracting rounds to nearest
-  const float n = (x * 1.4426950408889634f + kRound) - kRound;
-  float r = x - n * 0.693145751953125f;
-  r = r - n * 1.4286068203094173e-06f;
+  return (x * 1.4426950408889634f + kRound) - kRound;
+}
+JOULE_ALWAYS_INLINE float minus_n_ln2(float x, float n) {
+  const float r = x - n * 0.693145751953125f;
+  return r - n * 1.4286068203094173e-06f;
+}
+// 2^n for integer-valued n in [-252, 254] as two factors whose product it is, neither outside
+// float's normal range (2^n itself may be subnormal or overflow).
+JOULE_ALWAYS_INLINE void pow2_halves(float n, float* lo, float* hi) {
+  const int32_t ni = static_cast<int32_t>(n), a = ni >> 1, b = ni - a;
+  *lo = std::bit_cast<float>((a + 127) << 23);
+  *hi = std::bit_cast<float>((b + 127) << 23);
+}
+
+// e^r for the reduced r of x (x clamped to float's exp range by the caller) as a degree-7
+// Taylor series, and n.
+JOULE_ALWAYS_INLINE float exp_reduced(float x, float* n_out) {
+  const float n = round_x_over_ln2(x);
+  const float r = minus_n_ln2(x, n);
   float p = 1.f / 5040;
   p = p * r + 1.f / 720;
   p = p * r + 1.f / 120;
@@ -72,23 +88,20 @@ JOULE_ALWAYS_INLINE float exp_full(float x) {
   constexpr float kLo = -104.f, kHi = 89.f;
   x = x < kLo ? kLo : x;
   x = x > kHi ? kHi : x;
-  float n;
+  float n, lo, hi;
   const float p = exp_reduced(x, &n);
-  const int32_t ni = static_cast<int32_t>(n), a = ni >> 1, b = ni - a;
-  return p * std::bit_cast<float>((a + 127) << 23) * std::bit_cast<float>((b + 127) << 23);
+  pow2_halves(n, &lo, &hi);
+  return p * lo * hi;
 }
 
 // e^x - 1, relative error below 3e-7 for every x (-1 below -17, +inf above 88.72): a degree-10
 // series on |x| < ln 2 (no cancellation near 0), otherwise 2^n (e^r - 1) + (2^n - 1).
 JOULE_ALWAYS_INLINE float expm1(float x) {
-  constexpr float kRound = 12582912.0f;
   float xc = x < -17.f ? -17.f : x;
   xc = xc > 89.f ? 89.f : xc;
   const float ax = xc < 0.f ? -xc : xc;
-  float n = (xc * 1.4426950408889634f + kRound) - kRound;
-  n = ax < 0.6931f ? 0.f : n;
-  float r = xc - n * 0.693145751953125f;
-  r = r - n * 1.4286068203094173e-06f;
+  const float n = ax < 0.6931f ? 0.f : round_x_over_ln2(xc);
+  const float r = minus_n_ln2(xc, n);
   float p = 1.f / 39916800;
   p = p * r + 1.f / 3628800;
   p = p * r + 1.f / 362880;
@@ -100,8 +113,8 @@ JOULE_ALWAYS_INLINE float expm1(float x) {
   p = p * r + 1.f / 6;
   p = p * r + 0.5f;
   p = p * r * r + r;  // e^r - 1
-  const int32_t ni = static_cast<int32_t>(n), a = ni >> 1, b = ni - a;
-  const float sa = std::bit_cast<float>((a + 127) << 23), sb = std::bit_cast<float>((b + 127) << 23);
+  float sa, sb;
+  pow2_halves(n, &sa, &sb);
   // 2^n p + (2^n - 1); for n near 128, 2^n itself overflows: 2^n (p + 1), where the -1 is lost
   // in rounding anyway.
   return n > 100.f ? sa * ((p + 1.f) * sb) : (sa * p) * sb + (sa * sb - 1.f);

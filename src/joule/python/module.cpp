@@ -174,7 +174,6 @@ api::TrainOptions train_options(Kwargs& k, const py::handle& data) {
   k.get("batch", o.batch);
   k.get("epochs", o.epochs);
   k.get("steps", o.steps);
-  if (o.steps > 0) o.epochs = 0;
   k.get("shuffle", o.shuffle);
   k.get("seed", o.seed);
   k.get("hflip", o.augment.hflip);

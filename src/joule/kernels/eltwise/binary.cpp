@@ -101,17 +101,13 @@ class BinaryKernel final : public Kernel {
     const Row row = row_of(op_, sa && sb ? kBoth : sa ? kOnlyA : kOnlyB);
     const int64_t rows = loop.rows(), len = loop.row_length();
     if (rows == 1) {
-      for_each_span(k.pool, len, [&](int64_t b, int64_t e) { row(pa + (sa ? b : 0), pb + (sb ? b : 0), py + b, e - b); });
+      split_items(k.pool, len, 1, [&](int64_t b, int64_t e) { row(pa + (sa ? b : 0), pb + (sb ? b : 0), py + b, e - b); });
       return;
     }
     auto some_rows = [&](int64_t first, int64_t last) {
       loop.for_rows(first, last, [&](int64_t o, const int64_t* in, int64_t n) { row(pa + in[0], pb + in[1], py + o, n); });
     };
-    const int64_t parts = k.pool ? std::min<int64_t>({k.pool->threads(), rows, rows * len / kEltwiseGrain}) : 1;
-    if (parts <= 1)
-      some_rows(0, rows);
-    else
-      k.pool->parallel_for(parts, [&](int64_t pb_, int64_t pe) { some_rows(rows * pb_ / parts, rows * pe / parts); });
+    split_items(k.pool, rows, len, some_rows);
   }
 
  private:

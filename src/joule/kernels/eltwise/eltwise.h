@@ -1,5 +1,6 @@
 #pragma once
 // Shared by the fast elementwise, pooling and data-movement algorithms (kernels/eltwise/).
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -12,19 +13,17 @@ namespace joule::kernels {
 // is a few microseconds; a simd pass over 16K floats takes about as long).
 inline constexpr int64_t kEltwiseGrain = 16384;
 
-// fn(begin, end) over [0, n): in one call when n is small or the pool has one thread, else in
-// one contiguous chunk per thread (chunk sizes rounded to 16 elements, a cache line of floats).
+// fn(begin, end) over [0, items), where each item is `work` elements: in one call when the pool
+// has one thread or there is less than kEltwiseGrain of work per thread, else in one contiguous
+// range of items per thread.
 template <class F>
-void for_each_span(ThreadPool* pool, int64_t n, const F& fn) {
-  const int64_t parts = pool ? std::min<int64_t>(pool->threads(), n / kEltwiseGrain) : 1;
+void split_items(ThreadPool* pool, int64_t items, int64_t work, const F& fn) {
+  const int64_t parts = pool ? std::min<int64_t>({pool->threads(), items, items * work / kEltwiseGrain}) : 1;
   if (parts <= 1) {
-    fn(int64_t{0}, n);
+    fn(int64_t{0}, items);
     return;
   }
-  pool->parallel_for(parts, [&](int64_t pb, int64_t pe) {
-    const int64_t b = std::min(n, (n * pb / parts + 15) / 16 * 16), e = pe == parts ? n : std::min(n, (n * pe / parts + 15) / 16 * 16);
-    if (b < e) fn(b, e);
-  });
+  pool->parallel_for(parts, [&](int64_t b, int64_t e) { fn(items * b / parts, items * e / parts); });
 }
 
 // Elements of input i at plan time (its static shape), or 1 when unknown.

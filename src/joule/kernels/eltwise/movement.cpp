@@ -55,7 +55,7 @@ std::string transpose_supports(const NodeView& v) {
   const size_t e = dtype_size(v.in_types[0]->dtype);
   return e == 1 || e == 2 || e == 4 || e == 8 ? "" : "elements of " + std::to_string(e) + " bytes";
 }
-double transpose_estimate(const NodeView& v) { return static_cast<double>(planned_numel(v, 0)) * 1e-6; }
+double elements_estimate(const NodeView& v) { return static_cast<double>(planned_numel(v, 0)) * 1e-6; }
 std::unique_ptr<Kernel> transpose_prepare(const NodeView& v) { return std::make_unique<TransposeKernel>(perm_of(v)); }
 
 // ---- Concat
@@ -125,9 +125,9 @@ std::string movement_class(const ir::Node& n) {
 extern const Algorithm kTransposeTiled;
 const Algorithm kTransposeTiled{"transpose", "tiled",
                                 "16 x 16 tiles, 4 x 4 blocks through SSE2 registers, into the planned buffer, threaded",
-                                transpose_supports, transpose_estimate, transpose_prepare};
+                                transpose_supports, elements_estimate, transpose_prepare};
 extern const Algorithm kConcatCopy;
 const Algorithm kConcatCopy{"concat", "copy", "one memcpy per input row into the planned buffer, threaded from 4 MB",
-                            concat_supports, transpose_estimate, concat_prepare};
+                            concat_supports, elements_estimate, concat_prepare};
 
 }  // namespace joule::kernels

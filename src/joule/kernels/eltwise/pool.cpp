@@ -217,14 +217,6 @@ class PoolKernel final : public Kernel {
   }
 
  private:
-  // A split over threads of `items` independent items of `work` elements each.
-  template <class F>
-  static void split(ThreadPool* pool, int64_t items, int64_t work, const F& f) {
-    const int64_t parts = pool ? std::min<int64_t>({pool->threads(), items, items * work / kEltwiseGrain}) : 1;
-    if (parts <= 1) return f(int64_t{0}, items);
-    pool->parallel_for(parts, [&](int64_t b, int64_t e) { f(items * b / parts, items * e / parts); });
-  }
-
   // Per plane, per output row: the kernel rows clipped to the input once; the columns whose
   // windows lie inside the row in one vectorised pass per kernel cell, the few at the edges
   // through a clipped scalar loop; averages then scaled by 1 / cells.
@@ -236,7 +228,7 @@ class PoolKernel final : public Kernel {
     const int64_t j_hi = std::max(j_lo, last < 0 ? 0 : std::min(ow, last / sw + 1));
     const Rows<T> rows_fn = rows_of<T, Max>(sw);
     const T none = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
-    split(pool, planes, h * w, [&](int64_t first, int64_t last_plane) {
+    split_items(pool, planes, h * w, [&](int64_t first, int64_t last_plane) {
       const T* rows[64];
       for (int64_t t = first; t < last_plane; ++t) {
         const T* xp = x + t * h * w;
@@ -274,7 +266,7 @@ class PoolKernel final : public Kernel {
 
   void planes(const float* x, float* y, int64_t planes, int64_t hw, ThreadPool* pool) const {
     const bool max = p_.kind == Kind::kGlobalMax;
-    split(pool, planes, hw, [&](int64_t first, int64_t last) {
+    split_items(pool, planes, hw, [&](int64_t first, int64_t last) {
       for (int64_t t = first; t < last; ++t) y[t] = max ? plane_max(x + t * hw, hw) : plane_sum(x + t * hw, hw) / static_cast<float>(hw);
     });
   }
@@ -303,7 +295,7 @@ class PoolKernel final : public Kernel {
       const float* xb = x + b * hw * c;
       float* yb = y + b * c;
       const int64_t blocks = (c + 15) / 16;
-      split(pool, blocks, hw * 16, [&](int64_t first, int64_t last) {
+      split_items(pool, blocks, hw * 16, [&](int64_t first, int64_t last) {
         const int64_t c0 = first * 16, c1 = std::min(c, last * 16);
         std::fill(yb + c0, yb + c1, 0.f);
         for (int64_t i = 0; i < hw; ++i) add(yb + c0, xb + i * c + c0, c1 - c0);

@@ -33,7 +33,7 @@ JOULE_ALWAYS_INLINE float apply(float x, float a, float b) {
   if constexpr (F == kSiLU) return x * vec::sigmoid(x);
   if constexpr (F == kTanh) return vec::tanh(x);
   if constexpr (F == kHardSigmoid || F == kHardSwish) {
-    const float v = F == kHardSwish ? x / 6.f + 0.5f : a * x + b;  // as the reference rounds
+    const float v = F == kHardSwish ? x / 6.f + 0.5f : a * x + b;  // x / 6 as the reference rounds it
     const float h = v < 0.f ? 0.f : (v > 1.f ? 1.f : v);
     return F == kHardSwish ? x * h : h;
   }
@@ -103,7 +103,7 @@ Op op_of(const NodeView& v) {
   const bool onnx = n.domain.empty() || n.domain == "ai.onnx", joule = n.domain == "joule";
   if (joule) {
     if (t == "SiLU") return {kSiLU};
-    if (t == "HardSwish") return {kHardSwish, 1.f / 6, 0.5f};
+    if (t == "HardSwish") return {kHardSwish};
     if (t == "Gelu") return {n.attr_string("approximate", "none") == "tanh" ? kGeluTanh : kGelu};
     return {};
   }
@@ -116,7 +116,7 @@ Op op_of(const NodeView& v) {
     if (t == name) return {fn};
   if (t == "LeakyRelu") return {kLeakyRelu, n.attr_float("alpha", 0.01f)};
   if (t == "HardSigmoid") return {kHardSigmoid, n.attr_float("alpha", 0.2f), n.attr_float("beta", 0.5f)};
-  if (t == "HardSwish") return {kHardSwish, 1.f / 6, 0.5f};
+  if (t == "HardSwish") return {kHardSwish};
   if (t == "Elu") return {kElu, n.attr_float("alpha", 1.f)};
   if (t == "Selu") return {kSelu, n.attr_float("alpha", 1.67326319217681884765625f), n.attr_float("gamma", 1.05070102214813232421875f)};
   if (t == "Celu") {
@@ -146,7 +146,7 @@ class UnaryKernel final : public Kernel {
     Tensor& y = k.output(0, DType::Float32, x.shape());
     const float* px = x.data<float>();
     float* py = y.data<float>();
-    for_each_span(k.pool, x.numel(), [&](int64_t b, int64_t e) { span_(px + b, py + b, e - b, op_.a, op_.b); });
+    split_items(k.pool, x.numel(), 1, [&](int64_t b, int64_t e) { span_(px + b, py + b, e - b, op_.a, op_.b); });
   }
 
  private:
@@ -167,14 +167,7 @@ std::unique_ptr<Kernel> prepare(const NodeView& v) { return std::make_unique<Una
 }  // namespace
 
 bool is_unary_eltwise(const ir::Node& n) {
-  static const char* const onnx[] = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Elu", "Selu",
-                                     "Celu", "Softplus", "Softsign", "Mish", "Exp", "Log", "Erf", "Sqrt",
-                                     "Reciprocal", "Abs", "Neg", "Clip", "Gelu"};
-  if (n.domain == "joule") return n.op_type == "SiLU" || n.op_type == "HardSwish" || n.op_type == "Gelu";
-  if (!n.domain.empty() && n.domain != "ai.onnx") return false;
-  for (const char* t : onnx)
-    if (n.op_type == t) return true;
-  return false;
+  return op_of(NodeView{n, {}, {}, {}}).fn != kCount;  // (Clip's bounds: checked in supports)
 }
 
 extern const Algorithm kUnarySimd;
