@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "graph_builder.h"
+#include "test_tensors.h"
 #include "joule/runtime/session.h"
 
 using namespace joule;
@@ -105,4 +106,38 @@ TEST(Session, SymbolicBatchAcceptsAnySize) {
   EXPECT_EQ(s.run({{"x", Tensor(DType::Float32, {5, 3})}}).at("y").shape(), (Shape{5, 3}));
   EXPECT_EQ(s.run({{"x", Tensor(DType::Float32, {1, 3})}}).at("y").shape(), (Shape{1, 3}));
   EXPECT_EQ(s.threads(), 2);
+}
+
+// Weights held once: constants every consumer's kernel packed are dropped from the session;
+// one that another kernel reads at run time stays; the outputs do not change.
+TEST(Session, ReleasesConstantsItsKernelsPacked) {
+  auto graph = [] {
+    GraphBuilder b;
+    b.input("x", DType::Float32, {1, 4, 8, 8})
+        .init("W", joule::testing::random_tensor({4, 4, 3, 3}, 1))
+        .init("B", joule::testing::random_tensor({4}, 2))
+        .init("W3", joule::testing::random_tensor({4, 4, 1, 1}, 3))
+        .init("S", joule::testing::random_tensor({1, 4, 1, 1}, 4));
+    const std::map<std::string, ir::Attribute> pad = {{"pads", std::vector<int64_t>{1, 1, 1, 1}}};
+    b.node("Conv", {"x", "W", "B"}, {"y1"}, pad)
+        .node("Conv", {"y1", "W", "B"}, {"y2"}, pad)  // W and B: two packing consumers
+        .node("Mul", {"y2", "S"}, {"y3"})              // S: read at run time
+        .node("Conv", {"y3", "W3"}, {"y4"})
+        .node("Add", {"y4", "W3"}, {"y5"});            // W3: packed by one, read by the other
+    return b.output("y5").build();
+  };
+  runtime::SessionOptions keep{1, {}, {}}, release = keep;
+  release.release_packed_constants = true;
+  runtime::Session a(graph(), keep), r(graph(), release);
+  ASSERT_EQ(r.step_node(0).meta["software"]["algorithm"], r.step_node(1).meta["software"]["algorithm"]);
+  ASSERT_NE(r.step_node(0).meta["software"]["algorithm"], "reference");
+  EXPECT_EQ(a.released_constants(), 0u);
+  EXPECT_EQ(r.released_constants(), 2u);
+  EXPECT_EQ(r.weight_bytes(), (4 + 16) * sizeof(float));
+  EXPECT_FALSE(r.graph().initializers.count("W"));
+  EXPECT_TRUE(r.graph().initializers.count("W3"));
+  const Tensor x = joule::testing::random_tensor({1, 4, 8, 8}, 5);
+  const Tensor ya = a.run({{"x", x}}).at("y5"), yr = r.run({{"x", x}}).at("y5");
+  ASSERT_EQ(ya.shape(), (Shape{4, 4, 8, 8}));
+  for (int64_t i = 0; i < ya.numel(); ++i) ASSERT_EQ(ya.data<float>()[i], yr.data<float>()[i]) << i;
 }

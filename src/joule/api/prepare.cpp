@@ -40,11 +40,18 @@ nlohmann::json apply_passes(ir::Graph& g, const std::string& passes, const std::
 
 Prepared prepare(const Model& m, const PrepareOptions& o) { return prepare(ir::Graph(m.graph()), o); }
 
+Prepared prepare(Model&& m, const PrepareOptions& o) {
+  ir::Graph g(m.graph());  // shares the weights; the model's hold on them goes now
+  m = Model();
+  return prepare(std::move(g), o);
+}
+
 Prepared prepare(ir::Graph g, const PrepareOptions& o) {
   if (o.threads < 0) fail("threads: " + std::to_string(o.threads) + " is negative (0: every core)");
   runtime::SessionOptions so;
   so.threads = o.threads;
   so.algo = o.algo.spec();
+  so.release_packed_constants = o.release_packed;
   Prepared p;
   p.pipeline = apply_passes(g, o.passes, o.int8, &so);
   p.session = std::make_unique<runtime::Session>(std::move(g), so);

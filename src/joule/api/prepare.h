@@ -27,6 +27,10 @@ struct PrepareOptions {
   std::string passes = "default";    // "none", "default" or comma-separated pass names
   std::string int8 = "real";         // QDQ models: "real" (integer kernels) or "simulated"
   AlgoOptions algo;
+  // Weights held once: each constant a kernel packed is released from the session once packed
+  // (runtime::SessionOptions::release_packed_constants). Memory drops only where nothing else
+  // holds the model: pass it as an rvalue (prepare(Model&&), run, bench). Not with node replay.
+  bool release_packed = false;
   static PrepareOptions with_threads(int n) {
     PrepareOptions p;
     p.threads = n;
@@ -54,6 +58,7 @@ struct Prepared {
   nlohmann::json pipeline;
 };
 Prepared prepare(const Model& m, const PrepareOptions& o = {});
+Prepared prepare(Model&& m, const PrepareOptions& o = {});  // `m` is emptied before the session is built
 Prepared prepare(ir::Graph g, const PrepareOptions& o = {});  // a graph the caller made
 
 // The session's plan: algorithm per step (and how it was chosen), oneDNN's implementation, the

@@ -72,12 +72,23 @@ nlohmann::json RunResult::to_json() const {
           {"nodes", {{"before_passes", pipeline["nodes_before"]}, {"after_passes", pipeline["nodes_after"]}}}};
 }
 
-RunResult run(const Model& m, const RunOptions& o, const Hooks& hooks) {
+namespace {
+// The session for run and bench: `m` is given up first, so that the weights its kernels packed
+// are held once.
+Prepared prepare_releasing(Model& m, const runtime::TensorMap& inputs, PrepareOptions o) {
+  o.release_packed = true;
+  Model resolved = m.resolved_for(inputs);
+  m = Model();
+  return prepare(std::move(resolved), o);
+}
+}  // namespace
+
+RunResult run(Model m, const RunOptions& o, const Hooks& hooks) {
   if (o.repeat < 1) fail("repeat: " + std::to_string(o.repeat) + " (at least 1)");
-  Prepared p = prepare(m.resolved_for(o.inputs), o.prepare);
-  runtime::Session& s = *p.session;
   RunResult r;
   r.model = model_label(m);
+  Prepared p = prepare_releasing(m, o.inputs, o.prepare);
+  runtime::Session& s = *p.session;
   r.output_names = s.output_names();
   r.threads = s.threads();
   r.pipeline = std::move(p.pipeline);
@@ -105,10 +116,12 @@ nlohmann::json BenchResult::to_json() const {
           {"nodes", {{"before_passes", nodes_before}, {"after_passes", nodes_after}}}};
 }
 
-BenchResult bench(const Model& m, const BenchOptions& o, const Hooks& hooks) {
+BenchResult bench(Model m, const BenchOptions& o, const Hooks& hooks) {
   if (o.runs < 1) fail("runs: " + std::to_string(o.runs) + " (at least 1)");
   if (o.warmup < 0) fail("warmup: " + std::to_string(o.warmup) + " is negative");
-  Prepared p = prepare(m.resolved_for(o.inputs), o.prepare);
+  BenchResult r;
+  r.model = model_label(m);
+  Prepared p = prepare_releasing(m, o.inputs, o.prepare);
   runtime::Session& s = *p.session;
   const runtime::TensorMap inputs = o.inputs.empty() ? runtime::random_inputs(s) : o.inputs;
   const size_t total = static_cast<size_t>(o.warmup + o.runs);
@@ -116,14 +129,12 @@ BenchResult bench(const Model& m, const BenchOptions& o, const Hooks& hooks) {
     s.run(inputs);
     hooks.report("warm-up", i + 1, total, fmt::format("warm-up {}/{}", i + 1, o.warmup));
   }
-  BenchResult r;
   for (int i = 0; i < o.runs; ++i) {
     auto t0 = std::chrono::steady_clock::now();
     s.run(inputs);
     r.samples_ms.push_back(ms_since(t0));
     hooks.report("timing", o.warmup + i + 1, total, fmt::format("run {}/{}", i + 1, o.runs));
   }
-  r.model = model_label(m);
   r.threads = s.threads();
   r.warmup = o.warmup;
   r.runs = o.runs;

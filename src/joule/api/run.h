@@ -34,7 +34,9 @@ struct RunResult {
   // Outputs as dtype, shape and the first values (not the data); times; memory.
   nlohmann::json to_json() const;
 };
-RunResult run(const Model& m, const RunOptions& o, const Hooks& hooks = {});
+// Weights are held once (PrepareOptions::release_packed): pass the model as an rvalue and the
+// originals of the packed weights are freed while the session is built.
+RunResult run(Model m, const RunOptions& o, const Hooks& hooks = {});
 
 struct BenchOptions {
   PrepareOptions prepare;
@@ -52,7 +54,7 @@ struct BenchResult {
   size_t nodes_before = 0, nodes_after = 0;
   nlohmann::json to_json() const;  // what `joule bench --format json` prints
 };
-BenchResult bench(const Model& m, const BenchOptions& o, const Hooks& hooks = {});
+BenchResult bench(Model m, const BenchOptions& o, const Hooks& hooks = {});  // as run: weights held once
 
 // The label reports use for a model: its file, else its name.
 std::string model_label(const Model& m);

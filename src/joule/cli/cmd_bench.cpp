@@ -23,9 +23,9 @@ Action add_bench(CLI::App& app) {
   app.add_option("--format", a->format, "table or json")->check(CLI::IsMember({"table", "json"}));
   add_prepare_options(app, a->opt.prepare, "graph passes before timing: none, default or a comma-separated list");
   return [a] {
-    const api::Model m = api::Model::load(a->model);
+    api::Model m = api::Model::load(a->model);
     if (!a->inputs.empty()) a->opt.inputs = api::read_inputs(a->inputs, m.input_names());
-    const api::BenchResult r = api::bench(m, a->opt, terminal_hooks());
+    const api::BenchResult r = api::bench(std::move(m), a->opt, terminal_hooks());
     end_status();
     if (a->format == "json") {
       fmt::print("{}\n", r.to_json().dump(2));

@@ -32,9 +32,9 @@ Action add_run(CLI::App& app) {
   add_prepare_options(app, a->opt.prepare, "graph passes before running: none, default or a comma-separated list");
   return [a] {
     a->opt.prepare.algo.spec();  // a malformed --algo is reported before the inputs are read
-    const api::Model m = api::Model::load(a->model);
+    api::Model m = api::Model::load(a->model);
     a->opt.inputs = api::read_inputs(a->inputs, m.input_names());
-    const api::RunResult r = api::run(m, a->opt, terminal_hooks());
+    const api::RunResult r = api::run(std::move(m), a->opt, terminal_hooks());
     end_status();
     if (!a->outdir.empty()) {
       std::error_code ec;

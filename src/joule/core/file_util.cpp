@@ -10,15 +10,29 @@ namespace joule {
 
 namespace fs = std::filesystem;
 
-std::string read_file(const std::string& path) {
+std::ifstream open_file(const std::string& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) fail(path + ": no such file");
   if (fs::is_directory(path, ec)) fail(path + ": is a directory, expected a file");
   std::ifstream f(path, std::ios::binary);
   if (!f) fail(path + ": cannot open for reading");
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  return f;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f = open_file(path);
+  f.seekg(0, std::ios::end);
+  const std::streamoff size = f.tellg();
+  f.seekg(0);
+  if (size < 0) {  // not seekable (a pipe): read it as a stream
+    std::ostringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  }
+  std::string bytes(static_cast<size_t>(size), '\0');  // one copy of the file, not two
+  f.read(bytes.data(), size);
+  if (f.gcount() != size) fail(path + ": read " + std::to_string(f.gcount()) + " of " + std::to_string(size) + " bytes");
+  return bytes;
 }
 
 void write_file_atomic(const std::string& path, const std::string& bytes) {

@@ -39,6 +39,9 @@ class Kernel {
   virtual void run(ops::KernelContext& k) const = 0;
   // Optional: what actually runs (e.g. oneDNN's implementation name), for plans and profiles.
   virtual std::string detail() const { return ""; }
+  // False when run() never reads input i: the kernel packed its own copy of that constant at
+  // prepare time and keeps no pointer into it, so the session may release the original.
+  virtual bool reads_input(size_t /*i*/) const { return true; }
 };
 
 struct Algorithm {

@@ -34,8 +34,10 @@ void copy_int32_field_bits(const ::onnx::TensorProto& p, Tensor& t, const std::s
   for (int i = 0; i < p.int32_data_size(); ++i) d[i] = static_cast<uint16_t>(p.int32_data(i));
 }
 
-std::string read_external(const ::onnx::TensorProto& p, const std::string& base_dir,
-                          const std::string& what, size_t nbytes) {
+// Reads a tensor's external data into `dst` (nbytes), after checking the location stays in the
+// model's folder and the file holds the bytes.
+void read_external(const ::onnx::TensorProto& p, const std::string& base_dir, const std::string& what,
+                   void* dst, size_t nbytes) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (auto& kv : p.external_data()) {
@@ -55,10 +57,10 @@ std::string read_external(const ::onnx::TensorProto& p, const std::string& base_
   if (offset < 0 || offset + length > size)
     fail(what + ": external data " + path + " is too short (" + std::to_string(size) +
          " bytes, need " + std::to_string(offset + length) + ")");
-  std::string buf(static_cast<size_t>(length), '\0');
+  if (static_cast<size_t>(length) != nbytes)
+    fail(what + ": external data has " + std::to_string(length) + " bytes, the shape needs " + std::to_string(nbytes));
   f.seekg(offset);
-  f.read(buf.data(), length);
-  return buf;
+  f.read(static_cast<char*>(dst), length);
 }
 
 Tensor tensor_from_proto(const ::onnx::TensorProto& p, const std::string& base_dir,
@@ -74,11 +76,7 @@ Tensor tensor_from_proto(const ::onnx::TensorProto& p, const std::string& base_d
   Tensor t(dt, shape);
   const size_t nbytes = t.nbytes();
   if (p.data_location() == ::onnx::TensorProto::EXTERNAL) {
-    std::string raw = read_external(p, base_dir, what, nbytes);
-    if (raw.size() != nbytes)
-      fail(what + ": external data has " + std::to_string(raw.size()) + " bytes, shape " +
-           shape_str(shape) + " needs " + std::to_string(nbytes));
-    std::memcpy(t.raw(), raw.data(), nbytes);
+    read_external(p, base_dir, what, t.raw(), nbytes);
     return t;
   }
   if (p.has_raw_data()) {
@@ -203,11 +201,11 @@ void attr_to_proto(const std::string& name, const ir::Attribute& v, ::onnx::Attr
 
 }  // namespace
 
-ir::Graph parse_model(const std::string& bytes, const std::string& base_dir, const std::string& what) {
-  ::onnx::ModelProto m;
-  if (bytes.empty()) fail(what + ": file is empty, expected an ONNX model");
-  if (!m.ParseFromString(bytes))
-    fail(what + ": not a valid ONNX model (protobuf parse failed: truncated or corrupt file?)");
+namespace {
+
+// The graph of a parsed model. Each initializer's bytes are released from `m` as soon as they
+// are copied into a tensor, so the weights are never held three times (file, protobuf, tensors).
+ir::Graph graph_from_proto(::onnx::ModelProto& m, const std::string& base_dir, const std::string& what) {
   if (!m.has_graph()) fail(what + ": ONNX model has no graph");
   if (m.ir_version() <= 0) fail(what + ": ONNX model has no ir_version (not an ONNX model?)");
   const auto& gp = m.graph();
@@ -225,9 +223,11 @@ ir::Graph parse_model(const std::string& bytes, const std::string& base_dir, con
   if (!m.producer_version().empty()) g.model_props["producer_version"] = m.producer_version();
   for (auto& kv : m.metadata_props()) g.model_props[kv.key()] = kv.value();
 
-  for (auto& init : gp.initializer()) {
+  for (auto& init : *m.mutable_graph()->mutable_initializer()) {
     if (init.name().empty()) fail(what + ": initializer without a name");
     Tensor t = tensor_from_proto(init, base_dir, what + ": initializer '" + init.name() + "'");
+    std::string().swap(*init.mutable_raw_data());
+    init.clear_float_data();  // typed fields: small models; their capacity goes with the proto
     g.types[init.name()] = ir::TensorType::of(t.dtype(), t.shape());
     g.initializers[init.name()] = std::move(t);
   }
@@ -263,10 +263,24 @@ ir::Graph parse_model(const std::string& bytes, const std::string& base_dir, con
   return g;
 }
 
+constexpr const char* kNotOnnx = ": not a valid ONNX model (protobuf parse failed: truncated or corrupt file?)";
+
+}  // namespace
+
+ir::Graph parse_model(const std::string& bytes, const std::string& base_dir, const std::string& what) {
+  if (bytes.empty()) fail(what + ": file is empty, expected an ONNX model");
+  ::onnx::ModelProto m;
+  if (!m.ParseFromString(bytes)) fail(what + kNotOnnx);
+  return graph_from_proto(m, base_dir, what);
+}
+
 ir::Graph load_model(const std::string& path) {
-  std::string bytes = read_file(path);
+  std::ifstream f = open_file(path);  // parsed from the stream: the file's bytes are never held whole
+  if (f.peek() == std::ifstream::traits_type::eof()) fail(path + ": file is empty, expected an ONNX model");
+  ::onnx::ModelProto m;
+  if (!m.ParseFromIstream(&f)) fail(path + kNotOnnx);
   std::string dir = fs::path(path).parent_path().string();
-  return parse_model(bytes, dir.empty() ? "." : dir, path);
+  return graph_from_proto(m, dir.empty() ? "." : dir, path);
 }
 
 namespace {

@@ -1,5 +1,7 @@
 #include "joule/runtime/session.h"
 
+#include <malloc.h>
+
 #include <cstdio>
 #include <unordered_map>
 
@@ -99,7 +101,7 @@ Session::Session(ir::Graph graph, SessionOptions options) : graph_(std::move(gra
   for (int s : output_slots_) last[s] = -1;
   for (size_t s = 0; s < last.size(); ++s)
     if (last[s] >= 0 && !constant_slots_[s].defined()) steps_[last[s]].free_after.push_back(static_cast<int>(s));
-  choose_kernels(options.algo);
+  choose_kernels(options.algo, options.release_packed_constants);
   plan_activations(last);
 }
 
@@ -138,10 +140,21 @@ bool Session::in_arena(const Tensor& t) const {
   return p >= base && p < base + plan_.arena_bytes;
 }
 
-void Session::choose_kernels(const kernels::AlgoSpec& spec) {
+void Session::choose_kernels(const kernels::AlgoSpec& spec, bool release_packed) {
   kernels::Selector selector(spec, *pool_);
   selector.check_targets(graph_);
   if (std::string p = selector.cache_problem(); !p.empty()) std::fprintf(stderr, "warning: %s\n", p.c_str());
+  // Uses of each constant slot not yet prepared, and whether a prepared one reads it at run time.
+  std::vector<int> pending(slot_of_.size(), 0);
+  std::vector<bool> read(slot_of_.size(), false);
+  for (int s : output_slots_) read[static_cast<size_t>(s)] = true;
+  for (const Step& st : steps_)
+    for (int s : st.in_slots)
+      if (s >= 0) ++pending[static_cast<size_t>(s)];
+  std::vector<std::string> name_of(slot_of_.size());
+  if (release_packed)
+    for (auto& [name, s] : slot_of_) name_of[static_cast<size_t>(s)] = name;
+  size_t untrimmed = 0;  // bytes released since malloc last gave pages back
   for (Step& st : steps_) {
     ir::Node& n = *graph_.nodes[st.node];
     kernels::Selection sel = selector.select(kernels::view_of(graph_, n, pool_->threads()));
@@ -151,7 +164,26 @@ void Session::choose_kernels(const kernels::AlgoSpec& spec) {
     if (sel.kernel && !sel.kernel->detail().empty()) sw["algorithm_detail"] = sel.kernel->detail();
     if (!sel.measured_ms.empty()) sw["algorithm_ms"] = sel.measured_ms;
     st.kernel = std::move(sel.kernel);
+    if (!release_packed) continue;
+    for (size_t j = 0; j < st.in_slots.size(); ++j) {
+      const int s = st.in_slots[j];
+      if (s < 0 || !constant_slots_[static_cast<size_t>(s)].defined()) continue;
+      if (!st.kernel || st.kernel->reads_input(j)) read[static_cast<size_t>(s)] = true;
+      if (--pending[static_cast<size_t>(s)] == 0 && !read[static_cast<size_t>(s)]) {
+        untrimmed += constant_slots_[static_cast<size_t>(s)].nbytes();
+        constant_slots_[static_cast<size_t>(s)] = Tensor();
+        graph_.initializers.erase(name_of[static_cast<size_t>(s)]);
+        ++released_;
+      }
+    }
+    // Freed weights sit in the middle of malloc's heap (glibc raises its mmap threshold as
+    // large blocks are freed): give their pages back before the next kernel packs its copy.
+    if (untrimmed > (8u << 20)) {
+      malloc_trim(0);
+      untrimmed = 0;
+    }
   }
+  if (untrimmed) malloc_trim(0);
   selector.save();
 }
 

@@ -34,6 +34,10 @@ struct SessionOptions {
   int threads = 0;                          // 0: all cores available to the process
   std::map<std::string, Shape> input_shapes;  // override graph input shapes
   kernels::AlgoSpec algo;                   // algorithm per node (default: guess)
+  // Weights held once: a constant that every consumer's kernel has packed into its own layout
+  // is dropped from the session (and its graph) as soon as the last of them is prepared. Off
+  // where something replays nodes on their inputs (the profiler's energy replay, hooks).
+  bool release_packed_constants = false;
 };
 
 using TensorMap = std::map<std::string, Tensor>;
@@ -65,7 +69,10 @@ class Session {
   // The static activation plan: arena size vs every buffer separate. Kernels that accept a
   // preallocated output (the fast conv/gemm/matmul kernels) write into the arena.
   const MemoryPlan& memory_plan() const { return plan_; }
+  // Bytes of the constants the session still holds (packed copies inside kernels not counted).
   size_t weight_bytes() const;
+  // Constants released after their kernels packed them (release_packed_constants).
+  size_t released_constants() const { return released_; }
 
  private:
   struct Step {
@@ -77,7 +84,7 @@ class Session {
     std::vector<int> free_after;  // slots whose last use is this step
   };
   void check_input(const std::string& name, const Tensor& t) const;
-  void choose_kernels(const kernels::AlgoSpec& spec);
+  void choose_kernels(const kernels::AlgoSpec& spec, bool release_packed);
   void plan_activations(const std::vector<int>& last);
   bool in_arena(const Tensor& t) const;
 
@@ -92,6 +99,7 @@ class Session {
   std::vector<ir::TensorType> slot_type_;  // static type of planned slots
   Tensor arena_;
   size_t peak_bytes_ = 0;
+  size_t released_ = 0;
 };
 
 }  // namespace joule::runtime

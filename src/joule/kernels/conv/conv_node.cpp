@@ -64,6 +64,8 @@ class ConvNodeKernel : public Kernel {
     k_->run_weights(X.data<float>(), W.data<float>(), B ? B->data<float>() : nullptr, res, Y.data<float>(), *c.pool);
   }
   std::string detail() const override { return k_->detail(); }
+  // Every conv algorithm copies constant weights and bias into its own layout at prepare.
+  bool reads_input(size_t i) const override { return p_.runtime_weights || (i != 1 && i != 2); }
 
  private:
   ConvProblem p_;

@@ -138,6 +138,8 @@ class PackedMatMul : public Kernel {
   }
 
   std::string detail() const override { return mm_.detail(); }
+  // B is reordered into the primitive's memory and the bias copied: only A and the residual.
+  bool reads_input(size_t i) const override { return i == 0 || i == 3; }
 
  private:
   Shape a_, y_;
@@ -155,11 +157,17 @@ std::string supports(const NodeView& v) {
 // 1 thread, bench/kernels_bench matmul/* (BENCHMARKS.md): 190-200 GFLOP/s on ViT shapes, the
 // same as dnnl_sgemm on plain products and 10 % above it on [197x768]x[768x3072]; the gain is
 // the fused epilogue, which the SGEMM kernels pay as extra passes (matmul_epilogue_ms).
+// A matrix-vector product (M <= 2) only streams B, and the primitive streams packed B slower
+// than oneDNN's sgemm streams plain B (1 thread, `joule bench` of one Gemm, min of 20 runs:
+// 3.4 vs 2.8 ms on 4096x4096, 5.7 vs 3.6 ms on 25088x1024, 0.11 vs 0.12 ms on 768x3072; from M = 4
+// on packing wins, 3.1 vs 5.1 ms on 4096x4096), while its packed copy doubles B's memory. The
+// extra term, B's bytes at 50 GB/s, leaves those products to sgemm.
 template <std::string (*Read)(const NodeView&, PackedProblem*)>
 double estimate_ms(const NodeView& v) {
   PackedProblem p;
   Read(v, &p);
-  return 2.0 * static_cast<double>(p.M) * p.N * p.K / (120e9 * v.threads) * 1e3 + 0.002;
+  const double stream_penalty = p.M <= 2 ? 4.0 * static_cast<double>(p.K) * p.N / 50e9 * 1e3 : 0.0;
+  return 2.0 * static_cast<double>(p.M) * p.N * p.K / (120e9 * v.threads) * 1e3 + 0.002 + stream_penalty;
 }
 
 template <std::string (*Read)(const NodeView&, PackedProblem*)>
