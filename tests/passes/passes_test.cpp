@@ -301,6 +301,23 @@ TEST(EliminateIdentity, RemovesIdentityAndDropoutKeepingOutputNames) {
   EXPECT_EQ(info["dropout_removed"].get<int>(), 2);
 }
 
+// PyTorch exports Dropout's ratio and training_mode as Constant nodes, which this pass (first in
+// the pipeline) sees before fold_constants turns them into initializers.
+TEST(EliminateIdentity, ReadsDropoutModeFromConstantNodes) {
+  GraphBuilder b;
+  b.input("x", DType::Float32, {2, 3})
+      .node("Constant", {}, {"ratio"}, {{"value", Tensor::scalar<float>(0.f)}})
+      .node("Constant", {}, {"train"}, {{"value", Tensor::scalar<bool>(true)}})
+      .node("Constant", {}, {"ratio5"}, {{"value", Tensor::scalar<float>(0.5f)}})
+      .node("Relu", {"x"}, {"r"})
+      .node("Dropout", {"r", "ratio", "train"}, {"d"})     // training, ratio 0: the identity
+      .node("Dropout", {"d", "ratio5", "train"}, {"d2"})  // training, ratio 0.5: stays
+      .output("d2");
+  ir::Graph h = b.build();
+  passes::run_pipeline(h, {"eliminate_identity"}, verifying());
+  EXPECT_EQ(count_op(h, "Dropout"), 1u);
+}
+
 TEST(EliminateIdentity, KeepsWhatCannotGo) {
   GraphBuilder b;
   b.input("x", DType::Float32, {2, 3})
@@ -633,6 +650,47 @@ TEST(FuseLayerNormAndGelu, NearMissesAreLeftAlone) {
   h = apply_and_compare(c.build(), {"fuse_layer_norm", "fuse_gelu"}, 1e-5);
   EXPECT_EQ(count_op(h, "LayerNormalization"), 1u);
   EXPECT_EQ(count_op(h, "Sub"), 1u);  // still computes the extra output
+}
+
+// ---------------------------------------------------------------- fuse_pad
+
+TEST(FusePad, ZeroPadsGoAndSpatialZeroPadsJoinConvAndCountingAveragePool) {
+  const auto pads = [](std::vector<int64_t> v) {
+    return Tensor::from_vector<int64_t>(v, {static_cast<int64_t>(v.size())});
+  };
+  GraphBuilder b;
+  b.input("x", DType::Float32, {1, 3, 9, 8})
+      .init("zero", pads({0, 0, 0, 0, 0, 0, 0, 0}))
+      .init("sp", pads({0, 0, 1, 2, 0, 0, 2, 1}))
+      .init("ch", pads({0, 1, 0, 0, 0, 0, 0, 0}))
+      .init("W", random_tensor({4, 3, 3, 3}, 7))
+      .node("Pad", {"x", "zero"}, {"p0"})                                        // removed
+      .node("Pad", {"p0", "sp"}, {"p1"})                                         // into the Conv
+      .node("Conv", {"p1", "W"}, {"c"}, {{"pads", std::vector<int64_t>{1, 0, 1, 0}}})
+      .node("Pad", {"c", "sp"}, {"p2"})                                          // into the pool
+      .node("AveragePool", {"p2"}, {"a"}, {{"kernel_shape", std::vector<int64_t>{3, 3}}})
+      .node("Pad", {"a", "ch"}, {"p3"})                                          // channels: stays
+      .node("Pad", {"x", "sp"}, {"p4"})                                          // ceil_mode: stays
+      .node("AveragePool", {"p4"}, {"a2"}, {{"kernel_shape", std::vector<int64_t>{2, 2}},
+                                            {"strides", std::vector<int64_t>{2, 2}}, {"ceil_mode", int64_t{1}}})
+      .output("p3")
+      .output("a2");
+  nlohmann::json r;
+  ir::Graph h = apply_and_compare(b.build(), {"fuse_pad"}, 1e-6, &r);
+  EXPECT_EQ(count_op(h, "Pad"), 2u);
+  auto& info = r["passes"][0]["info"];
+  EXPECT_EQ(info["zero_pads_removed"].get<int>(), 1);
+  EXPECT_EQ(info["into_conv"].get<int>(), 1);
+  EXPECT_EQ(info["into_average_pool"].get<int>(), 1);
+  for (auto& n : h.nodes) {
+    if (n->op_type == "Conv") {
+      EXPECT_EQ(n->attr_ints("pads", {}), (std::vector<int64_t>{2, 2, 3, 1}));
+    }
+    if (n->op_type == "AveragePool" && n->attr_int("ceil_mode", 0) == 0) {
+      EXPECT_EQ(n->attr_ints("pads", {}), (std::vector<int64_t>{1, 2, 2, 1}));
+      EXPECT_EQ(n->attr_int("count_include_pad", 0), 1);
+    }
+  }
 }
 
 TEST(FuseSwish, MulOfHardSigmoidBecomesHardSwish) {

@@ -20,18 +20,28 @@ bool is_graph_input(const ir::Graph& g, const std::string& v) {
   return std::find(g.inputs.begin(), g.inputs.end(), v) != g.inputs.end();
 }
 
+// The value of `v` when it is an initializer or a Constant node's tensor (this pass may run
+// before fold_constants); nullptr otherwise.
+const Tensor* constant_value(const ir::Graph& g, const std::string& v) {
+  if (auto it = g.initializers.find(v); it != g.initializers.end()) return &it->second;
+  for (auto& m : g.nodes)
+    if (m->op_type == "Constant" && m->domain.empty() && !m->outputs.empty() && m->outputs[0] == v)
+      return m->attr_tensor("value");
+  return nullptr;
+}
+
 // Dropout is the identity at inference unless opset >= 12 gives a training_mode input that
 // is not a known false (or the ratio is not a known 0); its mask output must be unused.
 bool removable_dropout(const ir::Graph& g, const ir::Node& n, const std::unordered_set<std::string>& used) {
   if (n.outputs.size() > 1 && !n.outputs[1].empty() && used.count(n.outputs[1])) return false;
   if (g.opset(n.domain) >= 12 && n.has_input(2)) {
-    auto tm = g.initializers.find(n.inputs[2]);
-    if (tm == g.initializers.end()) return false;
-    bool training = tm->second.numel() >= 1 && tm->second.value_as_int(0) != 0;
+    const Tensor* tm = constant_value(g, n.inputs[2]);
+    if (!tm) return false;
+    bool training = tm->numel() >= 1 && tm->value_as_int(0) != 0;
     if (!training) return true;
     if (!n.has_input(1)) return false;  // default ratio 0.5
-    auto r = g.initializers.find(n.inputs[1]);
-    return r != g.initializers.end() && r->second.numel() >= 1 && r->second.value_as_double(0) == 0.0;
+    const Tensor* r = constant_value(g, n.inputs[1]);
+    return r && r->numel() >= 1 && r->value_as_double(0) == 0.0;
   }
   return true;
 }

@@ -39,6 +39,8 @@ const std::vector<PassDef>& all_passes() {
       {"fuse_gelu", fuse_gelu, "replace the Erf-GELU subgraph by one Gelu node"},
       {"fuse_matmul", fuse_matmul,
        "fuse a MatMul's bias Add, residual Add and Relu/LeakyRelu/Clip/Gelu into a joule FusedMatMul"},
+      {"fuse_pad", fuse_pad,
+       "remove Pads of zero and fold constant-zero spatial Pads into the Conv or AveragePool (count_include_pad) they feed"},
       {"fuse_swish", fuse_swish, "replace x * Sigmoid(x) by one SiLU node and x * HardSigmoid(x, 1/6, 0.5) by one HardSwish node"},
       {"lower_int8", lower_int8,
        "run QDQ Conv/MatMul/Gemm as integer QConv/QMatMul (oneDNN int8), requantizing between them (not in default)"},
@@ -64,7 +66,7 @@ std::string pass_names() {
 }
 
 std::vector<std::string> default_pipeline() {
-  return {"eliminate_identity", "fold_constants", "fold_batch_norm", "fuse_swish", "fuse_conv", "fuse_layer_norm",
+  return {"eliminate_identity", "fold_constants", "fold_batch_norm", "fuse_pad", "fuse_swish", "fuse_conv", "fuse_layer_norm",
           "fuse_gelu", "fuse_matmul", "channels_last", "eliminate_dead_code"};
 }
 

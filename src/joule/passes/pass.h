@@ -77,6 +77,7 @@ PassResult fuse_conv(ir::Graph& g, const PassOptions& o);            // Conv [+A
 PassResult fuse_matmul(ir::Graph& g, const PassOptions& o);          // MatMul [+bias] [+Add] [+act] -> FusedMatMul
 PassResult fuse_layer_norm(ir::Graph& g, const PassOptions& o);      // decomposed LayerNorm -> one node
 PassResult fuse_gelu(ir::Graph& g, const PassOptions& o);            // Erf-GELU subgraph -> Gelu
+PassResult fuse_pad(ir::Graph& g, const PassOptions& o);             // zero Pads removed or folded into Conv/AveragePool
 PassResult fuse_swish(ir::Graph& g, const PassOptions& o);  // x * Sigmoid(x) -> SiLU, x * HardSigmoid(x) -> HardSwish
 
 // Replaces every use of value `from` as a node input by `to` (graph outputs untouched).
