@@ -1,5 +1,5 @@
-// The simd algorithms of the unary and binary op classes (kernels/eltwise/) against the ops'
-// reference kernels: every op, random shapes (odd lengths that leave vector tails), values over
+// The simd algorithms of the unary, binary, pool, movement and normalisation op classes
+// (kernels/eltwise/) against the ops' reference kernels: every op, random shapes (odd lengths that leave vector tails), values over
 // the functions' interesting ranges with NaN, +-Inf and signed zeros mixed in, threads 1 and 2
 // (tensors large enough to be split), and every broadcasting pattern of the binary ops.
 #include <fmt/core.h>
@@ -283,6 +283,69 @@ TEST(EltwiseKernels, TransposeAndConcatMatchReference) {
       const auto got = testing::run_with_algo(b.g, in, {"concat=copy"}, "op", threads);
       ASSERT_EQ(got.algorithm, "copy");
       expect_same_bytes(got.out.at("y"), want.out.at("y"), fmt::format("Concat case {} axis {}", i, axis));
+    }
+  }
+}
+
+TEST(EltwiseKernels, SoftmaxLayerNormBatchNormMatchReference) {
+  std::mt19937 rng(9);
+  auto r = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  for (int i = 0; i < 24; ++i) {
+    const int threads = i % 6 == 5 ? 2 : 1;
+    const int64_t big = threads == 2 ? 40 : 1;  // enough rows/planes for two threads
+    const uint32_t seed = static_cast<uint32_t>(i);
+    {  // Softmax: the last axis (opset 13) or the trailing part from axis (opset 11)
+      const int opset = i % 2 ? 11 : 13;
+      const Shape shape = {r(1, 3) * big, r(1, 5), r(1, 300)};
+      const int64_t axis = opset == 13 ? (i % 4 ? -1 : 2) : r(0, 2);
+      GraphBuilder b;
+      b.g.opsets[""] = opset;
+      b.input("x", DType::Float32, shape).node("Softmax", {"x"}, {"y"}, {{"axis", axis}});
+      b.g.nodes.back()->name = "op";
+      b.output("y");
+      const Tensor x = values(shape, seed, 20);
+      const auto want = testing::run_with_algo(b.g, {{"x", x}}, {"reference"}, "op", threads);
+      const auto got = testing::run_with_algo(b.g, {{"x", x}}, {"softmax=simd"}, "op", threads);
+      const std::string what = fmt::format("Softmax opset {} axis {} {}", opset, axis, shape_str(shape));
+      ASSERT_EQ(got.algorithm, "simd") << what;
+      expect_close(got.out.at("y"), want.out.at("y"), 2e-6, what, 1e-30);
+    }
+    {  // LayerNormalization over the last one or two dims; Scale/B of the normalised shape or broadcast
+      const Shape shape = {r(1, 4) * big, r(1, 9), r(1, 200)};
+      const int64_t axis = i % 3 ? -1 : 1;
+      const Shape norm = axis == -1 ? Shape{shape[2]} : Shape{shape[1], shape[2]};
+      GraphBuilder b;
+      b.input("x", DType::Float32, shape)
+          .init("scale", testing::random_tensor(norm, seed + 50, 0.5f, 2.f))
+          .init("bias", testing::random_tensor(i % 2 ? norm : Shape{shape[2]}, seed + 60));
+      b.node("LayerNormalization", {"x", "scale", "bias"}, {"y"}, {{"axis", axis}, {"epsilon", 1e-5f}});
+      b.g.nodes.back()->name = "op";
+      b.output("y");
+      const Tensor x = i % 4 ? testing::random_tensor(shape, seed, -3, 5) : values(shape, seed, 4);
+      const auto want = testing::run_with_algo(b.g, {{"x", x}}, {"reference"}, "op", threads);
+      const auto got = testing::run_with_algo(b.g, {{"x", x}}, {"layer_norm=simd"}, "op", threads);
+      const std::string what = fmt::format("LayerNormalization axis {} {}", axis, shape_str(shape));
+      ASSERT_EQ(got.algorithm, "simd") << what;
+      expect_close(got.out.at("y"), want.out.at("y"), 1e-6, what, 1.0);  // float statistics: absolute near 0
+    }
+    {  // inference BatchNormalization, N,C,H,W and N,C
+      const int64_t c = r(1, 40);
+      const Shape shape = i % 5 == 4 ? Shape{r(1, 3), c} : Shape{r(1, 2) * big, c, r(1, 15), r(1, 15)};
+      GraphBuilder b;
+      b.input("x", DType::Float32, shape)
+          .init("s", testing::random_tensor({c}, seed + 1, 0.5f, 1.5f))
+          .init("bb", testing::random_tensor({c}, seed + 2))
+          .init("m", testing::random_tensor({c}, seed + 3))
+          .init("v", testing::random_tensor({c}, seed + 4, 0.1f, 2.f));
+      b.node("BatchNormalization", {"x", "s", "bb", "m", "v"}, {"y"});
+      b.g.nodes.back()->name = "op";
+      b.output("y");
+      const Tensor x = values(shape, seed, 10);
+      const auto want = testing::run_with_algo(b.g, {{"x", x}}, {"reference"}, "op", threads);
+      const auto got = testing::run_with_algo(b.g, {{"x", x}}, {"batch_norm=simd"}, "op", threads);
+      const std::string what = "BatchNormalization " + shape_str(shape);
+      ASSERT_EQ(got.algorithm, "simd") << what;
+      expect_close(got.out.at("y"), want.out.at("y"), 1e-6, what, 1.0);  // an FMA: absolute near 0
     }
   }
 }

@@ -21,6 +21,7 @@ struct NodeView {
   std::vector<const ir::TensorType*> out_types;
   std::vector<const Tensor*> constants;         // nullptr where the input is not a constant
   int threads = 1;
+  int64_t opset = 0;  // of the node's domain
 
   bool has(size_t i) const { return i < in_types.size() && in_types[i] != nullptr; }
   // Static shape of input i; false when absent or not fully static.

@@ -26,12 +26,16 @@ extern const Algorithm kBinarySimd;
 extern const Algorithm kPoolSimd;
 extern const Algorithm kTransposeTiled;
 extern const Algorithm kConcatCopy;
+extern const Algorithm kSoftmaxSimd;
+extern const Algorithm kLayerNormSimd;
+extern const Algorithm kBatchNormSimd;
 
 const std::vector<const Algorithm*>& all_algorithms() {
   static const std::vector<const Algorithm*> all = {&kConvDirect, &kConvIm2colGemm, &kConvImplicitGemm, &kConvFft, &kConvWinograd, &kConvWinogradF2, &kConvOnednn,
                                                      &kGemmOnednnPacked, &kGemmOnednn, &kGemmBlas, &kMatMulOnednnPacked, &kMatMulOnednn, &kMatMulBlas,
                                                      &kQConvOnednnInt8, &kQMatMulOnednnInt8, &kConvGradDataOnednn,
-                                                     &kConvGradWeightOnednn, &kUnarySimd, &kBinarySimd, &kPoolSimd, &kTransposeTiled, &kConcatCopy};
+                                                     &kConvGradWeightOnednn, &kUnarySimd, &kBinarySimd, &kPoolSimd, &kTransposeTiled, &kConcatCopy,
+                                                     &kSoftmaxSimd, &kLayerNormSimd, &kBatchNormSimd};
   return all;
 }
 
@@ -51,6 +55,7 @@ std::string op_class_of(const ir::Node& n) {
   if (is_binary_eltwise(n)) return "binary";
   if (is_pool(n)) return "pool";
   if (std::string m = movement_class(n); !m.empty()) return m;
+  if (std::string m = norm_class(n); !m.empty()) return m;
   return "";
 }
 
@@ -68,7 +73,7 @@ const Algorithm* find_algorithm(const std::string& op_class, const std::string& 
 }
 
 NodeView view_of(const ir::Graph& g, const ir::Node& n, int threads) {
-  NodeView v{n, {}, {}, {}, threads};
+  NodeView v{n, {}, {}, {}, threads, g.opset(n.domain)};
   for (const std::string& in : n.inputs) {
     v.in_types.push_back(in.empty() ? nullptr : g.type_of(in));
     auto it = in.empty() ? g.initializers.end() : g.initializers.find(in);

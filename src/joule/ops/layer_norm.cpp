@@ -4,9 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#include "joule/core/cpu_features.h"
 #include "joule/ops/nn_util.h"
-#include "joule/ops/vec_math.h"
 
 namespace joule::ops {
 namespace {
@@ -91,46 +89,6 @@ void layer_norm(const Tensor& X, Tensor& Y, double* mean_out, double* inv_out, i
   parallel_or_serial(pool, outer, body);
 }
 
-// Float32 rows, vectorised: float statistics (sums reassociated across lanes, two passes).
-JOULE_ALWAYS_INLINE void layer_norm_row_body(const float* x, float* y, int64_t n, const float* scale,
-                                             const float* bias, float eps, double* mean_out,
-                                             double* inv_out) {
-  float s = 0;
-#pragma omp simd reduction(+ : s)
-  for (int64_t j = 0; j < n; ++j) s += x[j];
-  const float mean = s / static_cast<float>(n);
-  float v = 0;
-#pragma omp simd reduction(+ : v)
-  for (int64_t j = 0; j < n; ++j) v += (x[j] - mean) * (x[j] - mean);
-  const float inv = 1.f / std::sqrt(v / static_cast<float>(n) + eps);
-  for (int64_t j = 0; j < n; ++j) y[j] = (x[j] - mean) * inv * scale[j] + bias[j];
-  *mean_out = mean;
-  *inv_out = inv;
-}
-void layer_norm_row(const float* x, float* y, int64_t n, const float* scale, const float* bias,
-                    float eps, double* mean_out, double* inv_out) {
-  layer_norm_row_body(x, y, n, scale, bias, eps, mean_out, inv_out);
-}
-JOULE_AVX512 void layer_norm_row_avx512(const float* x, float* y, int64_t n, const float* scale,
-                                        const float* bias, float eps, double* mean_out,
-                                        double* inv_out) {
-  layer_norm_row_body(x, y, n, scale, bias, eps, mean_out, inv_out);
-}
-
-void layer_norm_float(const Tensor& X, Tensor& Y, double* mean_out, double* inv_out,
-                      int64_t outer, int64_t inner, const std::vector<double>& scale_d,
-                      const std::vector<double>& bias_d, double eps, ThreadPool* pool) {
-  const std::vector<float> scale(scale_d.begin(), scale_d.end()), bias(bias_d.begin(), bias_d.end());
-  const auto row = cpu_features().avx512 ? layer_norm_row_avx512 : layer_norm_row;
-  const float* x = X.data<float>();
-  float* y = Y.data<float>();
-  parallel_or_serial(pool, outer, [&](int64_t begin, int64_t end) {
-    for (int64_t o = begin; o < end; ++o)
-      row(x + o * inner, y + o * inner, inner, scale.data(), bias.data(), static_cast<float>(eps),
-          mean_out + o, inv_out + o);
-  });
-}
-
 void run(KernelContext& c) {
   const Tensor& X0 = c.in(0);
   // Half types are normalised in float32 (statistics are kept in double anyway).
@@ -146,13 +104,12 @@ void run(KernelContext& c) {
   const double eps = c.node.attr_float("epsilon", 1e-5f);
   Tensor Y(X.dtype(), X.shape());
   std::vector<double> mean(static_cast<size_t>(outer)), inv(static_cast<size_t>(outer));
-  if (X.dtype() == DType::Float32)
-    layer_norm_float(X, Y, mean.data(), inv.data(), outer, inner, scale, bias, eps, c.pool);
-  else
-    visit_floating(X.dtype(), c.node.where(), [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      layer_norm<T>(X, Y, mean.data(), inv.data(), outer, inner, scale, bias, eps, c.pool);
-    });
+  // Statistics in double (the oracle); the fast float32 kernel is the layer_norm class's
+  // simd algorithm (kernels/eltwise/norm.cpp).
+  visit_floating(X.dtype(), c.node.where(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    layer_norm<T>(X, Y, mean.data(), inv.data(), outer, inner, scale, bias, eps, c.pool);
+  });
   c.outputs[0] = X0.dtype() == X.dtype() ? Y : Y.cast(X0.dtype());
   Shape st_shape = X.shape();
   for (int64_t d = axis; d < r; ++d) st_shape[static_cast<size_t>(d)] = 1;

@@ -40,5 +40,6 @@ bool is_unary_eltwise(const ir::Node& n);
 bool is_binary_eltwise(const ir::Node& n);
 bool is_pool(const ir::Node& n);
 std::string movement_class(const ir::Node& n);  // "transpose", "concat" or ""
+std::string norm_class(const ir::Node& n);      // "softmax", "layer_norm", "batch_norm" or ""
 
 }  // namespace joule::kernels
