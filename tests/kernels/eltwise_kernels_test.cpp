@@ -237,7 +237,7 @@ Tensor bytes_tensor(DType t, const Shape& s, uint32_t seed) {
   return x;
 }
 
-TEST(EltwiseKernels, TransposeAndConcatMatchReference) {
+TEST(EltwiseKernels, TransposeConcatSliceMatchReference) {
   std::mt19937 rng(5);
   auto r = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
   const DType types[] = {DType::Float32, DType::Int64, DType::UInt8, DType::Float16};
@@ -283,6 +283,32 @@ TEST(EltwiseKernels, TransposeAndConcatMatchReference) {
       const auto got = testing::run_with_algo(b.g, in, {"concat=copy"}, "op", threads);
       ASSERT_EQ(got.algorithm, "copy");
       expect_same_bytes(got.out.at("y"), want.out.at("y"), fmt::format("Concat case {} axis {}", i, axis));
+    }
+    {  // Slice: some axes (in any order, negative ones too), steps of either sign, starts and ends
+       // past the bounds (clamped)
+      std::vector<int64_t> starts, ends, axes, steps;
+      std::vector<int64_t> order(rank);
+      for (size_t d = 0; d < rank; ++d) order[d] = static_cast<int64_t>(d);
+      std::shuffle(order.begin(), order.end(), rng);
+      for (size_t j = 0; j < static_cast<size_t>(r(1, static_cast<int64_t>(rank))); ++j) {
+        const int64_t dim = shape[static_cast<size_t>(order[j])];
+        const int64_t step = i % 3 == 0 ? 1 : r(-3, 3) | 1;  // odd: never 0
+        axes.push_back(r(0, 1) ? order[j] : order[j] - static_cast<int64_t>(rank));
+        starts.push_back(r(-dim - 2, dim + 2));
+        ends.push_back(i % 7 == 0 ? (step > 0 ? INT64_MAX : INT64_MIN) : r(-dim - 2, dim + 2));
+        steps.push_back(step);
+      }
+      auto vec = [](const std::vector<int64_t>& v) { return Tensor::from_vector(v, {static_cast<int64_t>(v.size())}); };
+      GraphBuilder b;
+      b.input("x", t, shape).init("st", vec(starts)).init("en", vec(ends)).init("ax", vec(axes)).init("sp", vec(steps));
+      b.node("Slice", {"x", "st", "en", "ax", "sp"}, {"y"});
+      b.g.nodes.back()->name = "op";
+      b.output("y");
+      const Tensor x = bytes_tensor(t, shape, static_cast<uint32_t>(i + 7));
+      const auto want = testing::run_with_algo(b.g, {{"x", x}}, {"reference"}, "op", threads);
+      const auto got = testing::run_with_algo(b.g, {{"x", x}}, {"slice=copy"}, "op", threads);
+      ASSERT_EQ(got.algorithm, "copy");
+      expect_same_bytes(got.out.at("y"), want.out.at("y"), fmt::format("Slice case {} {}", i, shape_str(shape)));
     }
   }
 }

@@ -26,6 +26,7 @@ extern const Algorithm kBinarySimd;
 extern const Algorithm kPoolSimd;
 extern const Algorithm kTransposeTiled;
 extern const Algorithm kConcatCopy;
+extern const Algorithm kSliceCopy;
 extern const Algorithm kSoftmaxSimd;
 extern const Algorithm kLayerNormSimd;
 extern const Algorithm kBatchNormSimd;
@@ -34,7 +35,7 @@ const std::vector<const Algorithm*>& all_algorithms() {
   static const std::vector<const Algorithm*> all = {&kConvDirect, &kConvIm2colGemm, &kConvImplicitGemm, &kConvFft, &kConvWinograd, &kConvWinogradF2, &kConvOnednn,
                                                      &kGemmOnednnPacked, &kGemmOnednn, &kGemmBlas, &kMatMulOnednnPacked, &kMatMulOnednn, &kMatMulBlas,
                                                      &kQConvOnednnInt8, &kQMatMulOnednnInt8, &kConvGradDataOnednn,
-                                                     &kConvGradWeightOnednn, &kUnarySimd, &kBinarySimd, &kPoolSimd, &kTransposeTiled, &kConcatCopy,
+                                                     &kConvGradWeightOnednn, &kUnarySimd, &kBinarySimd, &kPoolSimd, &kTransposeTiled, &kConcatCopy, &kSliceCopy,
                                                      &kSoftmaxSimd, &kLayerNormSimd, &kBatchNormSimd};
   return all;
 }

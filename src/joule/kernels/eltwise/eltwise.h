@@ -39,7 +39,7 @@ inline int64_t planned_numel(const NodeView& v, size_t i) {
 bool is_unary_eltwise(const ir::Node& n);
 bool is_binary_eltwise(const ir::Node& n);
 bool is_pool(const ir::Node& n);
-std::string movement_class(const ir::Node& n);  // "transpose", "concat" or ""
+std::string movement_class(const ir::Node& n);  // "transpose", "concat", "slice" or ""
 std::string norm_class(const ir::Node& n);      // "softmax", "layer_norm", "batch_norm" or ""
 
 }  // namespace joule::kernels

@@ -1,8 +1,10 @@
 // Data movement as algorithms: the "tiled" Transpose (batches of 2-D transposes in 16 x 16
-// tiles, 4 x 4 blocks of 4-byte elements through SSE2 registers: ops::transpose_into) and the
-// "copy" Concat (one memcpy per input row); both write into the planned output buffer and split
+// tiles, 4 x 4 blocks of 4-byte elements through SSE2 registers: ops::transpose_into), the
+// "copy" Concat (one memcpy per input row) and the "copy" Slice (constant starts/ends/axes/
+// steps resolved at plan time; the output's trailing dims that are contiguous in the input
+// copied as one run per outer index). All write into the planned output buffer and split
 // large tensors over the thread pool. The ops' reference kernels copy element by element
-// (Transpose) or are the same memcpy into a fresh tensor (Concat).
+// (Transpose, Slice) or are the same memcpy into a fresh tensor (Concat).
 #include <cstring>
 
 #include "joule/core/error.h"
@@ -114,9 +116,115 @@ std::string concat_supports(const NodeView& v) {
 }
 std::unique_ptr<Kernel> concat_prepare(const NodeView&) { return std::make_unique<ConcatKernel>(); }
 
+// ---- Slice
+
+struct SlicePlan {
+  Shape in, out;
+  std::vector<int64_t> stride;  // input elements per step of each output dim (may be negative)
+  int64_t offset = 0;           // input element of output element 0
+  int64_t run = 1;              // output elements copied as one contiguous run (1: strided last dim)
+  size_t outer_rank = 0;        // dims iterated outside the run
+  size_t esize = 0;
+};
+
+std::string read_slice(const NodeView& v, SlicePlan* p) {
+  if (!v.static_shape(0, &p->in)) return "the input shape is not static";
+  const ir::Node& n = v.node;
+  p->esize = dtype_size(v.in_types[0]->dtype);
+  if (p->esize == 0) return "elements without a fixed size";
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (v.opset < 10) {
+    starts = n.attr_ints("starts");
+    ends = n.attr_ints("ends");
+    axes = n.attr_ints("axes");
+  } else {
+    for (size_t i = 1; i < 5; ++i) {
+      if (!v.has(i)) continue;
+      const Tensor* t = v.constant(i);
+      if (!t) return "starts, ends, axes or steps is not a constant";
+      (i == 1 ? starts : i == 2 ? ends : i == 3 ? axes : steps) = t->to_int_vector();
+    }
+  }
+  const int64_t r = static_cast<int64_t>(p->in.size());
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (starts.size() != ends.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    return "starts, ends, axes and steps differ in length";
+  p->out = p->in;
+  const std::vector<int64_t> in_strides = shape_strides(p->in);
+  p->stride = in_strides;
+  std::vector<bool> seen(static_cast<size_t>(r), false);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t a = axes[i] < 0 ? axes[i] + r : axes[i];
+    if (a < 0 || a >= r || seen[static_cast<size_t>(a)] || steps[i] == 0) return "invalid axes or steps";
+    seen[static_cast<size_t>(a)] = true;
+    const ops::movement::AxisSlice s = ops::movement::slice_axis(p->in[static_cast<size_t>(a)], starts[i], ends[i], steps[i]);
+    p->out[static_cast<size_t>(a)] = s.count;
+    p->offset += s.count ? s.start * in_strides[static_cast<size_t>(a)] : 0;
+    p->stride[static_cast<size_t>(a)] = in_strides[static_cast<size_t>(a)] * steps[i];
+  }
+  // The contiguous run: trailing output dims whose input stride continues the run's extent.
+  size_t k = static_cast<size_t>(r);
+  p->run = 1;
+  while (k > 0 && (p->stride[k - 1] == p->run || p->out[k - 1] == 1)) p->run *= p->out[--k];
+  p->outer_rank = k;
+  return "";
+}
+
+class SliceKernel final : public Kernel {
+ public:
+  explicit SliceKernel(SlicePlan p) : p_(std::move(p)) {}
+  void run(ops::KernelContext& k) const override {
+    const Tensor& x = k.in(0);
+    if (x.shape() != p_.in) fail(k.node.where() + ": the copy kernel was prepared for " + shape_str(p_.in) + ", got " + x.describe());
+    Tensor& y = k.output(0, x.dtype(), p_.out);
+    if (y.numel() == 0) return;
+    const auto* src = static_cast<const std::byte*>(x.raw());
+    auto* dst = static_cast<std::byte*>(y.raw());
+    const size_t es = p_.esize, rk = p_.outer_rank;
+    // Outer index: the dims [0, rk) before the run; the last of them walks with its stride
+    // element by element when the run is a single element.
+    const int64_t outer = y.numel() / p_.run;
+    split_items(k.pool, outer, p_.run, [&](int64_t o0, int64_t o1) {
+      std::vector<int64_t> idx(rk, 0);
+      int64_t rem = o0, off = p_.offset;
+      for (size_t d = rk; d-- > 0;) {
+        idx[d] = rem % p_.out[d];
+        rem /= p_.out[d];
+        off += idx[d] * p_.stride[d];
+      }
+      const size_t bytes = static_cast<size_t>(p_.run) * es;
+      for (int64_t o = o0; o < o1; ++o) {
+        std::memcpy(dst + static_cast<size_t>(o) * bytes, src + off * static_cast<int64_t>(es), bytes);
+        for (size_t d = rk; d-- > 0;) {  // next outer index
+          off += p_.stride[d];
+          if (++idx[d] < p_.out[d]) break;
+          off -= idx[d] * p_.stride[d];
+          idx[d] = 0;
+        }
+      }
+    });
+  }
+
+ private:
+  SlicePlan p_;
+};
+
+std::string slice_supports(const NodeView& v) {
+  SlicePlan p;
+  return read_slice(v, &p);
+}
+std::unique_ptr<Kernel> slice_prepare(const NodeView& v) {
+  SlicePlan p;
+  if (std::string why = read_slice(v, &p); !why.empty()) fail_internal(v.node.where() + ": " + why);
+  return std::make_unique<SliceKernel>(std::move(p));
+}
+
 }  // namespace
 
 std::string movement_class(const ir::Node& n) {
+  if (onnx_op(n, "Slice")) return "slice";
   if (onnx_op(n, "Transpose")) return "transpose";
   if (onnx_op(n, "Concat")) return "concat";
   return "";
@@ -129,5 +237,9 @@ const Algorithm kTransposeTiled{"transpose", "tiled",
 extern const Algorithm kConcatCopy;
 const Algorithm kConcatCopy{"concat", "copy", "one memcpy per input row into the planned buffer, threaded from 4 MB",
                             concat_supports, elements_estimate, concat_prepare};
+extern const Algorithm kSliceCopy;
+const Algorithm kSliceCopy{"slice", "copy",
+                           "constant starts/ends/axes/steps resolved at plan time; one memcpy per contiguous run, threaded",
+                           slice_supports, elements_estimate, slice_prepare};
 
 }  // namespace joule::kernels
