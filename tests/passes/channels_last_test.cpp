@@ -124,6 +124,41 @@ TEST(ChannelsLast, SqueezeExcitationBlockStaysNhwc) {
   }
 }
 
+// A Fire module (SqueezeNet): squeeze 1x1, expand 1x1 and 3x3 side by side, their ReLUs
+// concatenated along the channels, and the next squeeze. The Concat runs on N,H,W,C (axis 3):
+// no Transpose between the convs.
+TEST(ChannelsLast, ChannelConcatOfNhwcBranchesStaysNhwc) {
+  GraphBuilder b;
+  b.input("x", DType::Float32, {1, 16, 10, 10})
+      .init("ws", random_tensor({8, 16, 1, 1}, 1, -0.4f, 0.4f))
+      .init("w1", random_tensor({12, 8, 1, 1}, 2, -0.4f, 0.4f))
+      .init("w3", random_tensor({12, 8, 3, 3}, 3, -0.2f, 0.2f))
+      .init("wn", random_tensor({8, 24, 1, 1}, 4, -0.3f, 0.3f))
+      .node("Conv", {"x", "ws"}, {"s"}, {}, "squeeze")
+      .node("Relu", {"s"}, {"sr"})
+      .node("Conv", {"sr", "w1"}, {"e1"}, {}, "expand1")
+      .node("Relu", {"e1"}, {"e1r"})
+      .node("Conv", {"sr", "w3"}, {"e3"}, {{"pads", Ints{1, 1, 1, 1}}}, "expand3")
+      .node("Relu", {"e3"}, {"e3r"})
+      .node("Concat", {"e1r", "e3r"}, {"cat"}, {{"axis", int64_t{1}}})
+      .node("Conv", {"cat", "wn"}, {"y"}, {}, "next")
+      .output("y");
+  const ir::Graph g = b.build();
+  ir::Graph h = g;
+  passes::PassOptions o;
+  o.verify = true;
+  o.channels_last_conv = [](const ir::Graph&, const ir::Node&) { return true; };
+  passes::run_pipeline(h, {"channels_last"}, o);
+  EXPECT_EQ(count(h, "Transpose"), 2);  // x in, y out
+  for (auto& n : h.nodes) {
+    if (n->op_type == "Concat") {
+      EXPECT_EQ(n->attr_int("axis", 0), 3);
+    }
+  }
+  expect_same_outputs(g, h, "conv=onednn");
+  expect_same_outputs(g, h, "reference");
+}
+
 TEST(ChannelsLast, LoneConvsAndRefusedConvsStayNchw) {
   GraphBuilder b;
   b.input("x", DType::Float32, {1, 4, 9, 9})

@@ -16,6 +16,8 @@
 //     constant. The op then runs on the N,H,W,C tensor and one Transpose follows it. A
 //     GlobalAveragePool becomes ReduceMean over H and W of the N,H,W,C tensor (squeeze-and-
 //     excitation blocks: the pooled [N,1,1,C] gate multiplies the N,H,W,C activations).
+//     A Concat along the channels whose inputs are all to-NCHW Transposes concatenates the
+//     N,H,W,C tensors along axis 3 (SqueezeNet's Fire modules, Inception blocks, DenseNet).
 //  3. A to-NHWC Transpose of a to-NCHW Transpose's output is the original tensor.
 // What remains are Transposes at the edges of the conv regions (the input image, MaxPool,
 // the pooled features before the classifier). Element values are not changed anywhere (the
@@ -59,10 +61,17 @@ bool is_binary(const ir::Node& n) {
   return n.domain.empty() && (n.op_type == "Add" || n.op_type == "Sub" || n.op_type == "Mul" || n.op_type == "Div");
 }
 
+// A Concat of rank-4 tensors along the channels (axis 1 or -3): along axis 3 in N,H,W,C.
+bool is_channel_concat(const ir::Node& n) {
+  if (!n.domain.empty() || n.op_type != "Concat" || n.outputs.size() != 1) return false;
+  const int64_t axis = n.attr_int("axis", 0);
+  return axis == 1 || axis == -3;
+}
+
 // Ops a to-NCHW Transpose may sink below (given suitable other operands, see Sinker::sinkable).
 bool layout_free(const ir::Node& n) {
   const bool qdq = n.domain.empty() && (n.op_type == "QuantizeLinear" || n.op_type == "DequantizeLinear");
-  return qdq || is_binary(n) || layout_free_unary(n);
+  return qdq || is_binary(n) || layout_free_unary(n) || is_channel_concat(n);
 }
 
 class Sinker {
@@ -124,6 +133,7 @@ class Sinker {
         continue;
       }
       for (size_t k : moved) op.inputs[k] = producer(op.inputs[k])->inputs[0];
+      if (is_channel_concat(op)) op.attrs["axis"] = int64_t{3};
       const std::string y = op.outputs[0];
       const std::string y_nhwc = g_.unique_name(y + "_nhwc");
       op.outputs[0] = y_nhwc;
@@ -211,11 +221,12 @@ class Sinker {
   bool sinkable(const ir::Node& op, std::vector<size_t>* moved) const {
     if (op.outputs.size() != 1 || op.inputs.empty()) return false;
     if (!layout_free(op)) return false;
-    const bool binary = is_binary(op);
+    const bool binary = is_binary(op), concat = is_channel_concat(op);
     for (size_t k = 0; k < op.inputs.size(); ++k) {
       const std::string& v = op.inputs[k];
       if (v.empty()) continue;
-      const bool data = k == 0 || binary;  // Q/DQ scale and zero point, Clip bounds: parameters
+      if (concat && !is_transpose(producer(v), kToNchw)) return false;  // every input in N,H,W,C
+      const bool data = k == 0 || binary || concat;  // Q/DQ scale and zero point, Clip bounds: parameters
       if (!data) {
         if (!one_element_constant(v)) return false;  // per-channel parameters follow the layout
         continue;
