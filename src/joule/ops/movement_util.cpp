@@ -360,6 +360,37 @@ AxisSlice slice_axis(int64_t dim, int64_t start, int64_t end, int64_t step) {
   return r;
 }
 
+void normalize_slice_params(SliceParams& p, int64_t r, const ir::Node& node) {
+  if (p.starts.size() != p.ends.size()) fail(node.where() + ": starts and ends have different lengths");
+  if (p.axes.empty())
+    for (size_t i = 0; i < p.starts.size(); ++i) p.axes.push_back(static_cast<int64_t>(i));
+  if (p.steps.empty()) p.steps.assign(p.starts.size(), 1);
+  if (p.axes.size() != p.starts.size() || p.steps.size() != p.starts.size())
+    fail(node.where() + ": starts, ends, axes and steps must have the same length");
+  std::vector<bool> seen(static_cast<size_t>(r), false);
+  for (auto& a : p.axes) {
+    a = normalize_axis(a, r, node);
+    if (seen[static_cast<size_t>(a)]) fail(node.where() + ": repeated axis in axes");
+    seen[static_cast<size_t>(a)] = true;
+  }
+  for (int64_t s : p.steps)
+    if (s == 0) fail(node.where() + ": step must not be 0");
+}
+
+SliceView slice_view(const Shape& in, const SliceParams& p) {
+  const std::vector<int64_t> in_strides = shape_strides(in);
+  SliceView v{in, in_strides, 0};
+  for (size_t i = 0; i < p.axes.size(); ++i) {
+    const size_t a = static_cast<size_t>(p.axes[i]);
+    const AxisSlice s = slice_axis(in[a], p.starts[i], p.ends[i], p.steps[i]);
+    v.shape[a] = s.count;
+    if (s.count == 0) continue;
+    v.offset += s.start * in_strides[a];
+    if (s.count > 1) v.strides[a] = in_strides[a] * p.steps[i];  // |step| < dim here
+  }
+  return v;
+}
+
 Tensor filled(const Tensor& value, const Shape& shape) {
   const Tensor src = one_element(value).reshaped(Shape(shape.size(), 1));
   std::vector<std::vector<int64_t>> maps;

@@ -53,6 +53,22 @@ struct AxisSlice {
 };
 AxisSlice slice_axis(int64_t dim, int64_t start, int64_t end, int64_t step);
 
+// Slice's parameters. normalize_slice_params fills the defaults (axes 0.., steps 1) and
+// normalises the axes against rank r; BadInput for lengths that differ, a repeated axis or a
+// zero step.
+struct SliceParams {
+  std::vector<int64_t> starts, ends, axes, steps;
+};
+void normalize_slice_params(SliceParams& p, int64_t r, const ir::Node& node);
+// A slice (normalised parameters) as a view of an input of shape `in`: output element o is
+// input element offset + sum_d o_d * strides[d] (the Slice kernels, Slice's gradient).
+struct SliceView {
+  Shape shape;
+  std::vector<int64_t> strides;
+  int64_t offset = 0;
+};
+SliceView slice_view(const Shape& in, const SliceParams& p);
+
 // ---- kernel helpers ----
 // out[o] = in[offset + sum_d o_d * strides[d]] (strides in elements, may be 0 or negative).
 Tensor strided_copy(const Tensor& in, const Shape& out_shape, const std::vector<int64_t>& strides,

@@ -8,30 +8,6 @@ namespace joule::ops {
 namespace {
 using namespace movement;
 
-struct SliceParams {
-  std::vector<int64_t> starts, ends, axes, steps;
-};
-
-// Checks lengths, fills default axes/steps, normalises axes against rank r.
-void normalize_params(SliceParams& p, int64_t r, const ir::Node& node) {
-  if (p.starts.size() != p.ends.size())
-    fail(node.where() + ": starts and ends have different lengths");
-  if (p.axes.empty()) {
-    for (size_t i = 0; i < p.starts.size(); ++i) p.axes.push_back(static_cast<int64_t>(i));
-  }
-  if (p.steps.empty()) p.steps.assign(p.starts.size(), 1);
-  if (p.axes.size() != p.starts.size() || p.steps.size() != p.starts.size())
-    fail(node.where() + ": starts, ends, axes and steps must have the same length");
-  std::vector<bool> seen(static_cast<size_t>(r), false);
-  for (auto& a : p.axes) {
-    a = normalize_axis(a, r, node);
-    if (seen[static_cast<size_t>(a)]) fail(node.where() + ": repeated axis in axes");
-    seen[static_cast<size_t>(a)] = true;
-  }
-  for (int64_t s : p.steps)
-    if (s == 0) fail(node.where() + ": step must not be 0");
-}
-
 std::vector<ir::Dim> slice_dims(const std::vector<ir::Dim>& in, const SliceParams& p) {
   std::vector<ir::Dim> out = in;
   for (size_t i = 0; i < p.axes.size(); ++i) {
@@ -73,7 +49,7 @@ void infer(InferContext& c) {
     p = SliceParams{*starts, *ends, axes ? *axes : std::vector<int64_t>{},
                     steps ? *steps : std::vector<int64_t>{}};
   }
-  normalize_params(p, rank_of(x), c.node);
+  normalize_slice_params(p, rank_of(x), c.node);
   c.out(0) = make_type(x.dtype, slice_dims(x.dims, p));
 }
 
@@ -92,19 +68,9 @@ void run(KernelContext& c) {
     if (c.has(3) && p.axes.empty() && !p.starts.empty())
       fail(c.node.where() + ": axes input is empty");
   }
-  normalize_params(p, x.rank(), c.node);
-  const Shape out_shape = shape_of(slice_dims(dims_of(x.shape()), p));
-  const auto in_strides = shape_strides(x.shape());
-  std::vector<int64_t> strides = in_strides;
-  int64_t offset = 0;
-  for (size_t i = 0; i < p.axes.size(); ++i) {
-    const size_t a = static_cast<size_t>(p.axes[i]);
-    AxisSlice s = slice_axis(x.shape()[a], p.starts[i], p.ends[i], p.steps[i]);
-    if (s.count == 0) continue;
-    offset += s.start * in_strides[a];
-    if (s.count > 1) strides[a] = in_strides[a] * p.steps[i];  // |step| < dim here
-  }
-  c.outputs[0] = strided_copy(x, out_shape, strides, offset);
+  normalize_slice_params(p, x.rank(), c.node);
+  const SliceView v = slice_view(x.shape(), p);
+  c.outputs[0] = strided_copy(x, v.shape, v.strides, v.offset);
 }
 
 }  // namespace

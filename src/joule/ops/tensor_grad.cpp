@@ -24,26 +24,13 @@ void run_slice(KernelContext& c) {
   const Tensor& dY = c.in(0);
   const Shape xs = input_shape(c.node);
   const int64_t r = static_cast<int64_t>(xs.size());
-  const std::vector<int64_t> starts = c.node.attr_ints("starts"), ends = c.node.attr_ints("ends");
-  std::vector<int64_t> axes = c.node.attr_ints("axes"), steps = c.node.attr_ints("steps");
-  if (axes.empty())
-    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  if (steps.empty()) steps.assign(starts.size(), 1);
-  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
-    fail(c.node.where() + ": starts, ends, axes and steps must have the same length");
+  SliceParams p{c.node.attr_ints("starts"), c.node.attr_ints("ends"), c.node.attr_ints("axes"), c.node.attr_ints("steps")};
+  normalize_slice_params(p, r, c.node);
   // Where element j of dY lies in dX: offset + sum_d j_d * stride_d.
-  const std::vector<int64_t> xstr = shape_strides(xs);
-  std::vector<int64_t> stride = xstr;
-  Shape ys = xs;
-  int64_t offset = 0;
-  for (size_t i = 0; i < axes.size(); ++i) {
-    const int64_t a = normalize_axis(axes[i], r, c.node);
-    if (steps[i] == 0) fail(c.node.where() + ": step must not be 0");
-    const AxisSlice s = slice_axis(xs[static_cast<size_t>(a)], starts[i], ends[i], steps[i]);
-    ys[static_cast<size_t>(a)] = s.count;
-    offset += s.start * xstr[static_cast<size_t>(a)];
-    stride[static_cast<size_t>(a)] = steps[i] * xstr[static_cast<size_t>(a)];
-  }
+  const SliceView v = slice_view(xs, p);
+  const Shape& ys = v.shape;
+  const std::vector<int64_t>& stride = v.strides;
+  const int64_t offset = v.offset;
   if (dY.shape() != ys) fail(c.node.where() + ": dY " + dY.describe() + " is not the slice's shape " + shape_str(ys));
   Tensor& dX = c.output(0, dY.dtype(), xs);
   std::memset(dX.raw(), 0, dX.nbytes());

@@ -132,40 +132,28 @@ std::string read_slice(const NodeView& v, SlicePlan* p) {
   const ir::Node& n = v.node;
   p->esize = dtype_size(v.in_types[0]->dtype);
   if (p->esize == 0) return "elements without a fixed size";
-  std::vector<int64_t> starts, ends, axes, steps;
+  ops::movement::SliceParams sp;
   if (v.opset < 10) {
-    starts = n.attr_ints("starts");
-    ends = n.attr_ints("ends");
-    axes = n.attr_ints("axes");
+    sp = {n.attr_ints("starts"), n.attr_ints("ends"), n.attr_ints("axes"), {}};
   } else {
     for (size_t i = 1; i < 5; ++i) {
       if (!v.has(i)) continue;
       const Tensor* t = v.constant(i);
       if (!t) return "starts, ends, axes or steps is not a constant";
-      (i == 1 ? starts : i == 2 ? ends : i == 3 ? axes : steps) = t->to_int_vector();
+      (i == 1 ? sp.starts : i == 2 ? sp.ends : i == 3 ? sp.axes : sp.steps) = t->to_int_vector();
     }
   }
-  const int64_t r = static_cast<int64_t>(p->in.size());
-  if (axes.empty())
-    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  if (steps.empty()) steps.assign(starts.size(), 1);
-  if (starts.size() != ends.size() || axes.size() != starts.size() || steps.size() != starts.size())
-    return "starts, ends, axes and steps differ in length";
-  p->out = p->in;
-  const std::vector<int64_t> in_strides = shape_strides(p->in);
-  p->stride = in_strides;
-  std::vector<bool> seen(static_cast<size_t>(r), false);
-  for (size_t i = 0; i < axes.size(); ++i) {
-    int64_t a = axes[i] < 0 ? axes[i] + r : axes[i];
-    if (a < 0 || a >= r || seen[static_cast<size_t>(a)] || steps[i] == 0) return "invalid axes or steps";
-    seen[static_cast<size_t>(a)] = true;
-    const ops::movement::AxisSlice s = ops::movement::slice_axis(p->in[static_cast<size_t>(a)], starts[i], ends[i], steps[i]);
-    p->out[static_cast<size_t>(a)] = s.count;
-    p->offset += s.count ? s.start * in_strides[static_cast<size_t>(a)] : 0;
-    p->stride[static_cast<size_t>(a)] = in_strides[static_cast<size_t>(a)] * steps[i];
+  try {  // the reference kernel reports bad parameters when the node runs
+    ops::movement::normalize_slice_params(sp, static_cast<int64_t>(p->in.size()), n);
+  } catch (const Error& e) {
+    return e.what();
   }
+  const ops::movement::SliceView view = ops::movement::slice_view(p->in, sp);
+  p->out = view.shape;
+  p->stride = view.strides;
+  p->offset = view.offset;
   // The contiguous run: trailing output dims whose input stride continues the run's extent.
-  size_t k = static_cast<size_t>(r);
+  size_t k = p->in.size();
   p->run = 1;
   while (k > 0 && (p->stride[k - 1] == p->run || p->out[k - 1] == 1)) p->run *= p->out[--k];
   p->outer_rank = k;

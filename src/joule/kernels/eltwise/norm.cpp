@@ -20,6 +20,7 @@
 #include "joule/core/cpu_features.h"
 #include "joule/core/error.h"
 #include "joule/kernels/eltwise/eltwise.h"
+#include "joule/ops/util.h"
 #include "joule/ops/vec_math.h"
 
 namespace joule::kernels {
@@ -157,30 +158,19 @@ std::string read_common(const NodeView& v, Plan* p) {
   return "";
 }
 
-// Constant input i broadcast to `want` (a per-position parameter), as float; false when not constant.
+// Constant input i broadcast to `want` (a per-position parameter), as float; false when not a
+// constant that broadcasts to it.
 bool expand_constant(const NodeView& v, size_t i, const Shape& want, float def, std::vector<float>* out) {
   const int64_t n = shape_numel(want);
   out->assign(static_cast<size_t>(n), def);
   if (!v.has(i)) return true;
   const Tensor* t = v.constant(i);
   if (!t || t->rank() > static_cast<int>(want.size())) return false;
-  // right-aligned broadcast of t's shape to want
-  const size_t off = want.size() - static_cast<size_t>(t->rank());
+  const size_t off = want.size() - static_cast<size_t>(t->rank());  // right-aligned
   for (size_t d = 0; d < static_cast<size_t>(t->rank()); ++d)
     if (t->dim(static_cast<int>(d)) != 1 && t->dim(static_cast<int>(d)) != want[off + d]) return false;
-  for (int64_t j = 0; j < n; ++j) {
-    int64_t rem = j, src = 0, stride = 1;
-    for (size_t d = want.size(); d-- > 0;) {
-      const int64_t idx = rem % want[d];
-      rem /= want[d];
-      if (d >= off) {
-        const int64_t td = t->dim(static_cast<int>(d - off));
-        src += (td == 1 ? 0 : idx) * stride;
-        stride *= td;
-      }
-    }
-    (*out)[static_cast<size_t>(j)] = static_cast<float>(t->value_as_double(src));
-  }
+  const ops::BroadcastIndexer ix(want, t->shape());
+  for (int64_t j = 0; j < n; ++j) (*out)[static_cast<size_t>(j)] = static_cast<float>(t->value_as_double(ix.offset(j)));
   return true;
 }
 
