@@ -213,5 +213,26 @@ TEST(ConvAlgorithms, ChannelsLastMatchesNchw) {
   EXPECT_GE(ran, 40);
 }
 
+// Strided thin grouped convs on N,H,W,C tensors compute in oneDNN's blocked layout and reorder
+// (ResNeXt's and RegNet's downsampling 3x3 layers), the residual included.
+TEST(ConvAlgorithms, ChannelsLastStridedGroupedMatchesNchw) {
+  const std::vector<ConvCase> cases = {
+      {1, 32, 15, 15, 32, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true, true, false, "Relu", 1},
+      {2, 64, 14, 14, 64, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true, false, false, "", 2},
+      {1, 48, 9, 12, 96, 3, 3, 3, 2, 1, 1, 1, 1, 0, 1, 0, false, true, false, "Clip", 1},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const ConvCase& k = cases[i];
+    const ir::Graph g = build(k, 300 + static_cast<uint32_t>(i));
+    runtime::TensorMap in = {{"x", testing::random_tensor(g.type_of("x")->static_shape(), 11u * i)}};
+    if (k.residual) in["z"] = testing::random_tensor(g.type_of("z")->static_shape(), 11u * i + 1);
+    const Tensor want = nhwc(testing::run_with_algo(g, in, {"reference"}, "conv", k.threads).out.at("y"));
+    runtime::TensorMap in_nhwc;
+    for (auto& [name, t] : in) in_nhwc[name] = nhwc(t);
+    const auto got = testing::run_with_algo(channels_last(g), in_nhwc, {"conv=onednn"}, "conv", k.threads);
+    EXPECT_LE(testing::rel_error(got.out.at("y"), want), 1e-4) << describe(k);
+  }
+}
+
 }  // namespace
 }  // namespace joule

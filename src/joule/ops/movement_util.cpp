@@ -211,6 +211,52 @@ Shape permuted_shape(const Shape& s, const std::vector<int64_t>& perm) {
   return out;
 }
 
+template <int C>
+void interleave_rows(const float* src, float* dst, int64_t n, int64_t plane) {
+  int64_t i = 0;
+#ifdef __SSE2__
+  if constexpr (C == 1) {
+    std::memcpy(dst, src, sizeof(float) * static_cast<size_t>(n));
+    return;
+  }
+  const float *a = src, *b = src + plane, *c = src + 2 * plane;
+  for (; i + 4 <= n; i += 4) {  // 4 pixels: a0 b0 (c0) a1 b1 (c1) a2 b2 (c2) a3 b3 (c3)
+    const __m128 va = _mm_loadu_ps(a + i), vb = _mm_loadu_ps(b + i);
+    float* o = dst + i * C;
+    if constexpr (C == 2) {
+      _mm_storeu_ps(o, _mm_unpacklo_ps(va, vb));
+      _mm_storeu_ps(o + 4, _mm_unpackhi_ps(va, vb));
+    } else {
+      const __m128 vc = _mm_loadu_ps(c + i);
+      _mm_storeu_ps(o, _mm_shuffle_ps(_mm_unpacklo_ps(va, vb), _mm_unpacklo_ps(vc, va), _MM_SHUFFLE(3, 0, 1, 0)));
+      _mm_storeu_ps(o + 4, _mm_shuffle_ps(_mm_unpacklo_ps(vb, vc), _mm_unpackhi_ps(va, vb), _MM_SHUFFLE(1, 0, 3, 2)));
+      _mm_storeu_ps(o + 8, _mm_shuffle_ps(_mm_unpackhi_ps(vc, va), _mm_unpackhi_ps(vb, vc), _MM_SHUFFLE(3, 2, 3, 0)));
+    }
+  }
+#endif
+  for (; i < n; ++i)
+    for (int k = 0; k < C; ++k) dst[i * C + k] = src[k * plane + i];
+}
+
+// Output rows [first, last) of a transpose whose output is [..., L, C] with C <= 3 taken from C
+// planes of L contiguous elements (`strides` as in tiled_transpose).
+void interleave_planes(const float* src, float* dst, const Shape& out_shape, const std::vector<int64_t>& strides,
+                       int64_t first, int64_t last) {
+  const size_t r = out_shape.size();
+  const int64_t n = out_shape[r - 2], c = out_shape[r - 1], plane = strides[r - 1];
+  for (int64_t b = first; b < last; ++b) {
+    int64_t in = 0;
+    for (size_t d = r - 2, rest = static_cast<size_t>(b); d-- > 0;) {
+      in += static_cast<int64_t>(rest % static_cast<size_t>(out_shape[d])) * strides[d];
+      rest /= static_cast<size_t>(out_shape[d]);
+    }
+    float* o = dst + b * n * c;
+    if (c == 1) interleave_rows<1>(src + in, o, n, plane);
+    else if (c == 2) interleave_rows<2>(src + in, o, n, plane);
+    else interleave_rows<3>(src + in, o, n, plane);
+  }
+}
+
 void transpose_into(const Tensor& x, const std::vector<int64_t>& perm, Tensor& out, ThreadPool* pool) {
   const auto in_strides = shape_strides(x.shape());
   const Shape out_shape = permuted_shape(x.shape(), perm);
@@ -219,6 +265,22 @@ void transpose_into(const Tensor& x, const std::vector<int64_t>& perm, Tensor& o
   for (size_t d = 0; d < perm.size(); ++d) {
     strides[d] = in_strides[static_cast<size_t>(perm[d])];
     if (static_cast<size_t>(perm[d]) + 1 == perm.size()) q = d;
+  }
+  // A few planes interleaved into a short last axis (an N,C,H,W image of 1 to 3 channels made
+  // N,H,W,C): one pass over each output row.
+  const size_t r = perm.size();
+  if (r >= 2 && q == r - 2 && out_shape.back() >= 1 && out_shape.back() <= 3 && out_shape[q] >= 16 &&
+      dtype_size(x.dtype()) == 4 && x.numel() > 0) {
+    const int64_t rows = x.numel() / (out_shape[q] * out_shape.back());
+    const int64_t parts = pool ? std::min<int64_t>({pool->threads(), rows, x.numel() / 65536}) : 1;
+    auto run = [&](int64_t b, int64_t e) {
+      interleave_planes(static_cast<const float*>(x.raw()), static_cast<float*>(out.raw()), out_shape, strides, b, e);
+    };
+    if (parts <= 1)
+      run(0, rows);
+    else
+      pool->parallel_for(parts, [&](int64_t b, int64_t e) { run(rows * b / parts, rows * e / parts); });
+    return;
   }
   // Rows that are contiguous in the input (or too short to tile) go through strided_copy.
   if (q + 1 >= perm.size() || out_shape[q] < 4 || out_shape.back() < 4 || x.numel() == 0) {

@@ -7,6 +7,7 @@
 // (BENCHMARKS.md, "guess against auto").
 #include "joule/core/cpu_features.h"
 #include "joule/kernels/conv/conv_node.h"
+#include <algorithm>
 #include <cmath>
 
 #include "joule/kernels/conv/direct.h"
@@ -22,6 +23,19 @@ namespace {
 // Time of the direct convolution's FLOPs at an effective 1-thread rate, scaled by threads.
 double time_ms(const ConvShape& s, int threads, double gflops, double overhead_ms) {
   return 2.0 * s.macs() / (gflops * 1e9 * threads) * 1e3 + overhead_ms;
+}
+
+// Rate factors of thin grouped convolutions (1 < group, not depthwise): few input channels per
+// group leave little reduction per output. Measured at 1 thread on resnext50_32x4d's grouped
+// 3x3 layers (C/group 4, 8, 16, 32): oneDNN's rate follows about (C/group / 32)^0.6, Winograd's
+// (whose transforms do not shrink with the group) about C/group / 32, the direct loops' about
+// 0.7 of their dense rate.
+bool thin_grouped(const ConvShape& s) { return s.group > 1 && !s.depthwise(); }
+double onednn_group_factor(const ConvShape& s) {
+  return thin_grouped(s) ? std::min(1.0, std::pow(static_cast<double>(s.cg()) / 32.0, 0.6)) : 1.0;
+}
+double linear_group_factor(const ConvShape& s) {
+  return thin_grouped(s) ? std::min(1.0, static_cast<double>(s.cg()) / 32.0) : 1.0;
 }
 
 // ---- onednn
@@ -43,8 +57,9 @@ double onednn_estimate(const NodeView& v) {
   // same session as the N,C,H,W algorithms) 2.5x the depthwise rate and 1.4x the 1x1 rate of
   // N,C,H,W, and ~0.6x Winograd's effective rate on large 3x3 maps.
   const ConvShape& s = p.shape;
-  const double gf = p.channels_last ? (s.depthwise() ? 50 : s.kh * s.kw == 1 ? 145 : 160)
-                                    : (s.depthwise() ? 20 : s.kh * s.kw == 1 ? 90 : 140);
+  const double gf = (p.channels_last ? (s.depthwise() ? 50 : s.kh * s.kw == 1 ? 145 : 160)
+                                     : (s.depthwise() ? 20 : s.kh * s.kw == 1 ? 90 : 140)) *
+                    onednn_group_factor(s);
   return time_ms(p.shape, v.threads, gf, 0.002) + 2 * bytes / 20e9 * 1e3;
 }
 std::unique_ptr<Kernel> onednn_prepare(const NodeView& v) {
@@ -71,7 +86,7 @@ double winograd_estimate(const NodeView& v) {
   // Effective (direct-FLOP) rates measured at 1 thread; small maps leave few tiles to reuse
   // the transformed weights, which then stream from memory.
   const bool small = p.shape.oh * p.shape.ow < 14 * 14;
-  const double gf = Tile == 4 ? (small ? 110 : 260) : (small ? 150 : 200);
+  const double gf = (Tile == 4 ? (small ? 110 : 260) : (small ? 150 : 200)) * linear_group_factor(p.shape);
   return time_ms(p.shape, v.threads, gf, 0.01);
 }
 template <int Tile>
@@ -96,7 +111,7 @@ double direct_estimate(const NodeView& v) {
   // 16-wide output vectors along the width: narrow maps waste lanes (depthwise also loses
   // the row reuse, hence the square).
   const double lanes = std::min(1.0, static_cast<double>(s.ow) / static_cast<double>((s.ow + 15) / 16 * 16));
-  const double gf = s.depthwise() ? 15 * lanes * lanes : (s.kh * s.kw == 1 ? 75 : 120) * lanes;
+  const double gf = s.depthwise() ? 15 * lanes * lanes : (s.kh * s.kw == 1 ? 75 : 120) * lanes * (thin_grouped(s) ? 0.7 : 1.0);
   return time_ms(p.shape, v.threads, gf, 0.005);
 }
 std::unique_ptr<Kernel> direct_prepare(const NodeView& v) {
@@ -145,7 +160,7 @@ double im2col_estimate(const NodeView& v) {
   const ConvShape& s = p.shape;
   const bool plain_1x1 = s.kh * s.kw == 1 && s.stride_h == 1 && s.stride_w == 1 && s.pad_top + s.pad_left + s.pad_bottom + s.pad_right == 0;
   const double cols = plain_1x1 ? 0.0 : 4.0 * s.n * s.c * s.kh * s.kw * s.oh * s.ow;
-  return time_ms(p.shape, v.threads, s.depthwise() ? 5 : 80, 0.01) + 2 * cols / 10e9 * 1e3;
+  return time_ms(p.shape, v.threads, s.depthwise() ? 5 : 80 * linear_group_factor(s), 0.01) + 2 * cols / 10e9 * 1e3;
 }
 std::unique_ptr<Kernel> im2col_prepare(const NodeView& v) {
   return prepare_conv(v, [](const ConvProblem& p, int threads) {
@@ -167,7 +182,7 @@ double implicit_estimate(const NodeView& v) {
   // 16-pixel vectors along the flattened output plane: small planes waste lanes.
   const double px = static_cast<double>(p.shape.oh * p.shape.ow);
   const double lanes = px / (std::ceil(px / 16.0) * 16.0) * (px < 400 ? 0.85 : 1.0);
-  return time_ms(p.shape, v.threads, 105 * lanes, 0.005);
+  return time_ms(p.shape, v.threads, 105 * lanes * (thin_grouped(p.shape) ? 0.7 : 1.0), 0.005);
 }
 std::unique_ptr<Kernel> implicit_prepare(const NodeView& v) {
   return prepare_conv(v, [](const ConvProblem& p, int threads) {
