@@ -10,6 +10,7 @@
 
 #include "graph_builder.h"
 #include "kernel_test_util.h"
+#include "joule/ops/movement_util.h"
 
 namespace joule {
 namespace {
@@ -155,11 +156,13 @@ TEST(EltwiseKernels, BinarySimdMatchesReferenceOnEveryBroadcast) {
 
 // One pooling node against the reference on `x`.
 void expect_pool_matches(const std::string& op, const Tensor& x, std::map<std::string, ir::Attribute> attrs, double tol,
-                         const std::string& what, int threads = 1, int opset = 13) {
+                         const std::string& what, int threads = 1, int opset = 13, const std::string& domain = "") {
   GraphBuilder b;
   b.g.opsets[""] = opset;
   b.input("x", x.dtype(), x.shape()).node(op, {"x"}, {"y"}, std::move(attrs));
   b.g.nodes.back()->name = "op";
+  b.g.nodes.back()->domain = domain;
+  if (!domain.empty()) b.g.opsets[domain] = 1;
   b.output("y");
   const auto want = testing::run_with_algo(b.g, {{"x", x}}, {"reference"}, "op", threads);
   const auto got = testing::run_with_algo(b.g, {{"x", x}}, {"pool=simd"}, "op", threads);
@@ -195,6 +198,12 @@ TEST(EltwiseKernels, PoolSimdMatchesReference) {
     expect_pool_matches("MaxPool", codes, attrs, 0, "MaxPool codes " + what);
     attrs["count_include_pad"] = include;
     expect_pool_matches("AveragePool", x, attrs, 1e-6, "AveragePool " + what);
+    // joule's N,H,W,C pools (the channels_last pass), whose reference is the ONNX op's
+    const Tensor xh = ops::movement::transpose_tensor(x, ops::movement::kNchwToNhwc);
+    attrs["channels_last"] = int64_t{1};
+    expect_pool_matches("AveragePool", xh, attrs, 1e-6, "N,H,W,C AveragePool " + what, 1, 13, "joule");
+    attrs.erase("count_include_pad");
+    expect_pool_matches("MaxPool", xh, attrs, 0, "N,H,W,C MaxPool " + what, 1, 13, "joule");
   }
   // large enough for two threads
   const Tensor big = values({1, 64, 56, 56}, 3, 5);
@@ -203,6 +212,34 @@ TEST(EltwiseKernels, PoolSimdMatchesReference) {
                                                      {"pads", std::vector<int64_t>{1, 1, 1, 1}}};
   expect_pool_matches("MaxPool", big, k3s2, 0, "MaxPool threads 2", 2);
   expect_pool_matches("AveragePool", big, k3s2, 1e-6, "AveragePool threads 2", 2);
+  std::map<std::string, ir::Attribute> k3s2_nhwc = k3s2;
+  k3s2_nhwc["channels_last"] = int64_t{1};
+  const Tensor big_nhwc = ops::movement::transpose_tensor(big, ops::movement::kNchwToNhwc);
+  expect_pool_matches("MaxPool", big_nhwc, k3s2_nhwc, 0, "N,H,W,C MaxPool threads 2", 2, 13, "joule");
+  expect_pool_matches("AveragePool", big_nhwc, k3s2_nhwc, 1e-6, "N,H,W,C AveragePool threads 2", 2, 13, "joule");
+}
+
+// The N,H,W,C pools' reference is the ONNX op's on the permuted tensor.
+TEST(EltwiseKernels, NhwcPoolReferenceIsTheOnnxOpPermuted) {
+  const Tensor x = values({2, 5, 9, 11}, 21, 5);
+  const std::map<std::string, ir::Attribute> attrs = {{"kernel_shape", std::vector<int64_t>{3, 2}},
+                                                      {"strides", std::vector<int64_t>{2, 1}},
+                                                      {"pads", std::vector<int64_t>{1, 0, 1, 1}},
+                                                      {"ceil_mode", int64_t{1}}};
+  for (const char* op : {"MaxPool", "AveragePool"}) {
+    GraphBuilder a, b;
+    a.input("x", DType::Float32, x.shape()).node(op, {"x"}, {"y"}, attrs).output("y");
+    auto cl = attrs;
+    cl["channels_last"] = int64_t{1};
+    const Tensor xh = ops::movement::transpose_tensor(x, ops::movement::kNchwToNhwc);
+    b.input("x", DType::Float32, xh.shape()).node(op, {"x"}, {"y"}, cl).output("y");
+    b.g.nodes.back()->domain = "joule";
+    b.g.opsets["joule"] = 1;
+    const Tensor want = ops::movement::transpose_tensor(testing::run_with_algo(a.g, {{"x", x}}, {"reference"}, "", 1).out.at("y"),
+                                                        ops::movement::kNchwToNhwc);
+    const Tensor got = testing::run_with_algo(b.g, {{"x", xh}}, {"reference"}, "", 1).out.at("y");
+    expect_close(got, want, 0, op);
+  }
 }
 
 TEST(EltwiseKernels, GlobalPoolsAndSpatialMeans) {

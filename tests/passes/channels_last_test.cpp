@@ -4,6 +4,8 @@
 // choice and, under guess/auto, by the estimates.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "graph_builder.h"
 #include "joule/kernels/select.h"
 #include "joule/passes/infer_shapes.h"
@@ -57,7 +59,14 @@ void expect_same_outputs(const ir::Graph& a, const ir::Graph& b, const std::stri
   for (uint32_t seed : {10u, 20u}) {
     runtime::TensorMap in = {{"x", random_tensor(a.type_of("x")->static_shape(), seed)}};
     const auto want = sa.run(in), got = sb.run(in);
-    for (const std::string& o : a.outputs) EXPECT_LE(joule::testing::rel_error(got.at(o), want.at(o)), 1e-5) << o << " with " << algo;
+    for (const std::string& o : a.outputs) {
+      if (want.at(o).dtype() != DType::Float32) {  // MaxPool's Indices
+        ASSERT_EQ(got.at(o).nbytes(), want.at(o).nbytes()) << o;
+        EXPECT_EQ(std::memcmp(got.at(o).raw(), want.at(o).raw(), want.at(o).nbytes()), 0) << o << " with " << algo;
+        continue;
+      }
+      EXPECT_LE(joule::testing::rel_error(got.at(o), want.at(o)), 1e-5) << o << " with " << algo;
+    }
   }
 }
 
@@ -122,6 +131,44 @@ TEST(ChannelsLast, SqueezeExcitationBlockStaysNhwc) {
     expect_same_outputs(g, h, "guess");
     expect_same_outputs(g, h, "reference");
   }
+}
+
+// Pools between convs (GoogLeNet's and SqueezeNet's MaxPool, DenseNet's and Inception's
+// AveragePool, ceil_mode and pads included) become joule's N,H,W,C pools: no Transpose between
+// the convs; a pool with an Indices output stays N,C,H,W.
+TEST(ChannelsLast, PoolsBetweenConvsRunNhwc) {
+  GraphBuilder b;
+  b.input("x", DType::Float32, {1, 8, 13, 13})
+      .init("w1", random_tensor({16, 8, 1, 1}, 1, -0.4f, 0.4f))
+      .init("w2", random_tensor({16, 16, 1, 1}, 2, -0.4f, 0.4f))
+      .init("w3", random_tensor({8, 16, 1, 1}, 3, -0.4f, 0.4f))
+      .node("Conv", {"x", "w1"}, {"a"}, {}, "c1")
+      .node("Relu", {"a"}, {"ar"})
+      .node("MaxPool", {"ar"}, {"m"},
+            {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"ceil_mode", int64_t{1}}})
+      .node("Conv", {"m", "w2"}, {"c"}, {}, "c2")
+      .node("AveragePool", {"c"}, {"p"},
+            {{"kernel_shape", Ints{3, 3}}, {"pads", Ints{1, 1, 1, 1}}, {"count_include_pad", int64_t{0}}})
+      .node("Conv", {"p", "w3"}, {"y"}, {}, "c3")
+      .node("MaxPool", {"y"}, {"yp", "idx"}, {{"kernel_shape", Ints{2, 2}}})
+      .output("yp")
+      .output("idx");
+  const ir::Graph g = b.build();
+  ir::Graph h = g;
+  passes::PassOptions o;
+  o.verify = true;
+  o.channels_last_conv = [](const ir::Graph&, const ir::Node&) { return true; };
+  passes::run_pipeline(h, {"channels_last"}, o);
+  EXPECT_EQ(count(h, "Transpose"), 2);  // x in, y out (to the pool with Indices)
+  int nhwc_pools = 0, onnx_pools = 0;
+  for (auto& n : h.nodes) {
+    if (n->op_type != "MaxPool" && n->op_type != "AveragePool") continue;
+    (n->domain == "joule" && n->attr_int("channels_last", 0) == 1 ? nhwc_pools : onnx_pools) += 1;
+  }
+  EXPECT_EQ(nhwc_pools, 2);
+  EXPECT_EQ(onnx_pools, 1);
+  expect_same_outputs(g, h, "conv=onednn");
+  expect_same_outputs(g, h, "reference");
 }
 
 // A Fire module (SqueezeNet): squeeze 1x1, expand 1x1 and 3x3 side by side, their ReLUs

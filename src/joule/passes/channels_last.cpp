@@ -18,10 +18,12 @@
 //     excitation blocks: the pooled [N,1,1,C] gate multiplies the N,H,W,C activations).
 //     A Concat along the channels whose inputs are all to-NCHW Transposes concatenates the
 //     N,H,W,C tensors along axis 3 (SqueezeNet's Fire modules, Inception blocks, DenseNet).
+//     A float32 2-D MaxPool/AveragePool becomes the joule-domain pool of that name with
+//     channels_last = 1 (the pools between GoogLeNet's, Inception's and SqueezeNet's blocks).
 //  3. A to-NHWC Transpose of a to-NCHW Transpose's output is the original tensor.
-// What remains are Transposes at the edges of the conv regions (the input image, MaxPool,
-// the pooled features before the classifier). Element values are not changed anywhere (the
-// ReduceMean sums in another order).
+// What remains are Transposes at the edges of the conv regions (the input image, the pooled
+// features before the classifier) and before ops with no N,H,W,C form. Element values are
+// not changed anywhere (the ReduceMean sums in another order).
 #include <set>
 
 #include "joule/ops/conv_util.h"
@@ -66,6 +68,14 @@ bool is_channel_concat(const ir::Node& n) {
   if (!n.domain.empty() || n.op_type != "Concat" || n.outputs.size() != 1) return false;
   const int64_t axis = n.attr_int("axis", 0);
   return axis == 1 || axis == -3;
+}
+
+// A float32 2-D MaxPool/AveragePool without Indices: the joule-domain pool of the same name
+// computes it on N,H,W,C (channels_last = 1).
+bool is_spatial_pool(const ir::Node& n) {
+  if (!n.domain.empty() || (n.op_type != "MaxPool" && n.op_type != "AveragePool") || n.inputs.size() != 1) return false;
+  if (n.outputs.empty() || (n.outputs.size() > 1 && !n.outputs[1].empty())) return false;
+  return n.attr_ints("kernel_shape").size() == 2;
 }
 
 // Ops a to-NCHW Transpose may sink below (given suitable other operands, see Sinker::sinkable).
@@ -129,6 +139,12 @@ class Sinker {
       if (is_global_average_pool(op) && is_transpose(producer(op.inputs[0]), kToNchw)) {
         to_reduce_mean_nhwc(op);
         moved.push_back(0);
+      } else if (is_spatial_pool(op) && is_float32_transpose(producer(op.inputs[0]))) {
+        op.domain = "joule";
+        op.outputs.resize(1);
+        op.attrs["channels_last"] = int64_t{1};
+        g_.opsets["joule"] = 1;
+        moved.push_back(0);
       } else if (!sinkable(op, &moved)) {
         continue;
       }
@@ -182,7 +198,7 @@ class Sinker {
           if (convs.count(&u) && data_input) {
             linked.insert(c);
             linked.insert(&u);
-          } else if ((layout_free(u) || is_global_average_pool(u)) && u.outputs.size() == 1) {
+          } else if (((layout_free(u) || is_global_average_pool(u)) && u.outputs.size() == 1) || is_spatial_pool(u)) {
             todo.push_back(u.outputs[0]);
           }
         }
@@ -205,6 +221,13 @@ class Sinker {
     } else {
       op.attrs["axes"] = axes;
     }
+  }
+
+  // A to-NCHW Transpose of a static float32 tensor.
+  bool is_float32_transpose(const ir::Node* t) const {
+    if (!is_transpose(t, kToNchw)) return false;
+    const ir::TensorType* ty = g_.type_of(t->outputs[0]);
+    return ty && ty->is_static() && ty->dtype == DType::Float32;
   }
 
   const ir::Node* producer(const std::string& v) const {

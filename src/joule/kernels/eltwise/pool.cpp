@@ -1,7 +1,8 @@
 // The "simd" algorithm of the pool op class: float32 2-D MaxPool and AveragePool (pads,
 // strides, ceil_mode, count_include_pad; MaxPool without dilations or Indices), GlobalAveragePool,
-// GlobalMaxPool, and ReduceMean over H,W of N,C,H,W (axes 2,3) or of N,H,W,C (axes 1,2: what
-// the channels_last pass makes of a squeeze-and-excitation GlobalAveragePool).
+// GlobalMaxPool, ReduceMean over H,W of N,C,H,W (axes 2,3) or of N,H,W,C (axes 1,2: what
+// the channels_last pass makes of a squeeze-and-excitation GlobalAveragePool), and joule's
+// N,H,W,C MaxPool/AveragePool (channels_last).
 // N,C,H,W windows are separable: each output row first reduces its window's input rows into a
 // padded row buffer (vectorised along W), then each output takes the reduction of kw buffer
 // cells (vectorised along the output row). N,H,W,C reductions run along C. Max propagates NaN
@@ -23,7 +24,7 @@
 namespace joule::kernels {
 namespace {
 
-enum class Kind { kMaxPool, kAvgPool, kGlobalAvg, kGlobalMax, kMeanNhwc };
+enum class Kind { kMaxPool, kAvgPool, kGlobalAvg, kGlobalMax, kMeanNhwc, kMaxNhwc, kAvgNhwc };
 
 // ---- the vectorised loops, compiled twice (baseline and AVX-512)
 
@@ -38,6 +39,14 @@ void add_base(float* acc, const float* x, int64_t n) { add_body(acc, x, n); }
 JOULE_AVX512 void add_avx512(float* acc, const float* x, int64_t n) { add_body(acc, x, n); }
 using Add = void (*)(float*, const float*, int64_t);
 Add add_of() { return cpu_features().avx512 ? add_avx512 : add_base; }
+
+// acc[i] = max(acc[i], x[i]), NaN winning (the N,H,W,C windows)
+JOULE_ALWAYS_INLINE void max_body(float* acc, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) acc[i] = vmax_t(acc[i], x[i]);
+}
+void max_base(float* acc, const float* x, int64_t n) { max_body(acc, x, n); }
+JOULE_AVX512 void max_avx512(float* acc, const float* x, int64_t n) { max_body(acc, x, n); }
+Add max_of() { return cpu_features().avx512 ? max_avx512 : max_base; }
 
 // Output columns [j0, j1) of one output row whose windows lie inside the input row: acc[j] =
 // the max (or sum) over the kernel rows `rows` and kernel columns b of rows[a][j*S + b - pad].
@@ -144,7 +153,10 @@ std::string read_axes(const NodeView& v, std::vector<int64_t>* axes) {
 // "" and the plan when supported, else the reason.
 std::string plan_of(const NodeView& v, Plan* p) {
   const ir::Node& n = v.node;
-  if (!n.domain.empty() && n.domain != "ai.onnx") return "not an ONNX op";
+  // joule's MaxPool/AveragePool: the ONNX op on N,H,W,C (the channels_last pass)
+  const bool nhwc = n.domain == "joule" && (n.op_type == "MaxPool" || n.op_type == "AveragePool");
+  if (nhwc && n.attr_int("channels_last", 0) != 1) return "a joule pool without channels_last";
+  if (!nhwc && !n.domain.empty() && n.domain != "ai.onnx") return "not an ONNX op";
   if (!v.has(0)) return "no input";
   p->dtype = v.in_types[0]->dtype;
   const bool codes = (p->dtype == DType::UInt8 || p->dtype == DType::Int8) && n.op_type == "MaxPool";
@@ -167,12 +179,14 @@ std::string plan_of(const NodeView& v, Plan* p) {
     return "";
   }
   if (t != "MaxPool" && t != "AveragePool") return "not a pooling op";
-  p->kind = t == "MaxPool" ? Kind::kMaxPool : Kind::kAvgPool;
+  p->kind = t == "MaxPool" ? (nhwc ? Kind::kMaxNhwc : Kind::kMaxPool) : (nhwc ? Kind::kAvgNhwc : Kind::kAvgPool);
+  if (nhwc && p->dtype != DType::Float32) return "N,H,W,C input is not float32";
+  const Shape hw = nhwc ? Shape{p->x_shape[1], p->x_shape[2]} : Shape{p->x_shape[2], p->x_shape[3]};
   ops::ConvGeometry g;
   ops::SpatialPlan sp;
   try {
     g = ops::read_pool_geometry(n, 2, true);
-    sp = ops::make_spatial_plan(g, n, Shape(p->x_shape.begin() + 2, p->x_shape.end()));
+    sp = ops::make_spatial_plan(g, n, hw);
   } catch (const Error& e) {
     return e.what();
   }
@@ -180,7 +194,7 @@ std::string plan_of(const NodeView& v, Plan* p) {
   p->h = sp.in[1], p->w = sp.in[2], p->oh = sp.out[1], p->ow = sp.out[2], p->kh = sp.k[1], p->kw = sp.k[2];
   p->sh = sp.s[1], p->sw = sp.s[2], p->pt = sp.pb[1], p->pl = sp.pb[2];
   if (p->kh > 64) return "a kernel taller than 64 rows";
-  if (p->kind == Kind::kAvgPool) {
+  if (p->kind == Kind::kAvgPool || p->kind == Kind::kAvgNhwc) {
     const bool pad = n.attr_int("count_include_pad", 0) != 0;
     for (int64_t r = 0; r < p->oh; ++r)
       for (int64_t c = 0; c < p->ow; ++c) {
@@ -213,6 +227,8 @@ class PoolKernel final : public Kernel {
       case Kind::kGlobalAvg:
       case Kind::kGlobalMax: return planes(x, y, n * c, p_.x_shape[2] * p_.x_shape[3], k.pool);
       case Kind::kMeanNhwc: return mean_nhwc(x, y, k.pool);
+      case Kind::kMaxNhwc: return windows_nhwc<true>(x, y, k.pool);
+      case Kind::kAvgNhwc: return windows_nhwc<false>(x, y, k.pool);
     }
   }
 
@@ -286,6 +302,37 @@ class PoolKernel final : public Kernel {
     return m;
   }
 
+  // N,H,W,C windows: each output pixel's C values start from the window's first cell inside
+  // the input and fold in the others along C (vectorised); averages then scaled. Output rows
+  // split over threads.
+  template <bool Max>
+  void windows_nhwc(const float* x, float* y, ThreadPool* pool) const {
+    const int64_t n = p_.x_shape[0], c = p_.x_shape[3], h = p_.h, w = p_.w, oh = p_.oh, ow = p_.ow;
+    const Add fold = Max ? max_of() : add_of();
+    split_items(pool, n * oh, ow * p_.kh * p_.kw * c, [&](int64_t first, int64_t last) {
+      for (int64_t r = first; r < last; ++r) {
+        const int64_t b = r / oh, i = r % oh;
+        const int64_t h0 = i * p_.sh - p_.pt, a0 = std::max<int64_t>(0, -h0), a1 = std::min(p_.kh, h - h0);
+        const float* xb = x + b * h * w * c;
+        for (int64_t j = 0; j < ow; ++j) {
+          const int64_t w0 = j * p_.sw - p_.pl, b0 = std::max<int64_t>(0, -w0), b1 = std::min(p_.kw, w - w0);
+          float* acc = y + (r * ow + j) * c;
+          if (a0 >= a1 || b0 >= b1) {  // no cell inside the input
+            std::fill(acc, acc + c, Max ? -std::numeric_limits<float>::infinity() : 0.f);
+          } else {
+            std::copy_n(xb + ((h0 + a0) * w + w0 + b0) * c, c, acc);
+            for (int64_t a = a0; a < a1; ++a)
+              for (int64_t e = a == a0 ? b0 + 1 : b0; e < b1; ++e) fold(acc, xb + ((h0 + a) * w + w0 + e) * c, c);
+          }
+          if constexpr (!Max) {
+            const float s = p_.scale[static_cast<size_t>(i * ow + j)];
+            for (int64_t k = 0; k < c; ++k) acc[k] *= s;
+          }
+        }
+      }
+    });
+  }
+
   // y[n, c] = mean over H,W of x[n, h, w, c]: rows of C folded; channel ranges over threads.
   void mean_nhwc(const float* x, float* y, ThreadPool* pool) const {
     const int64_t n = p_.x_shape[0], hw = p_.x_shape[1] * p_.x_shape[2], c = p_.x_shape[3];
@@ -323,6 +370,7 @@ std::unique_ptr<Kernel> prepare(const NodeView& v) {
 }  // namespace
 
 bool is_pool(const ir::Node& n) {
+  if (n.domain == "joule") return n.op_type == "MaxPool" || n.op_type == "AveragePool";
   if (!n.domain.empty() && n.domain != "ai.onnx") return false;
   return n.op_type == "MaxPool" || n.op_type == "AveragePool" || n.op_type == "GlobalAveragePool" ||
          n.op_type == "GlobalMaxPool" || n.op_type == "ReduceMean";
