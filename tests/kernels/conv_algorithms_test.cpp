@@ -213,10 +213,12 @@ TEST(ConvAlgorithms, ChannelsLastMatchesNchw) {
   EXPECT_GE(ran, 40);
 }
 
-// Strided thin grouped convs on N,H,W,C tensors compute in oneDNN's blocked layout and reorder
-// (ResNeXt's and RegNet's downsampling 3x3 layers), the residual included.
+// Strided grouped convs on N,H,W,C tensors, the residual included: many channels in thin groups
+// (ResNeXt's downsampling 3x3 layers) compute in oneDNN's blocked layout and reorder, the others
+// (RegNet's) in N,H,W,C.
 TEST(ConvAlgorithms, ChannelsLastStridedGroupedMatchesNchw) {
   const std::vector<ConvCase> cases = {
+      {1, 256, 9, 9, 256, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true, true, false, "Relu", 1},
       {1, 32, 15, 15, 32, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true, true, false, "Relu", 1},
       {2, 64, 14, 14, 64, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true, false, false, "", 2},
       {1, 48, 9, 12, 96, 3, 3, 3, 2, 1, 1, 1, 1, 0, 1, 0, false, true, false, "Clip", 1},

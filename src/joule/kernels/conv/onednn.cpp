@@ -25,11 +25,14 @@ class OnednnConv : public ConvKernel {
     const auto& eng = onednn_engine();
     const OnednnConvDims d = onednn_conv_dims(s);
     const tag user_tag = channels_last ? tag::nhwc : tag::nchw;
-    // N,H,W,C is also the primitive's layout; on N,C,H,W it chooses its own. Strided thin
-    // grouped convs are the exception: oneDNN 2.6's N,H,W,C kernel for them ran 2.4x slower
-    // than its blocked one with both reorders included (resnext50's 56x56 -> 28x28 layer, 1
-    // thread), so they compute blocked and reorder.
-    const bool strided_grouped = s.group > 1 && !s.depthwise() && (s.stride_h > 1 || s.stride_w > 1);
+    // N,H,W,C is also the primitive's layout; on N,C,H,W it chooses its own. Strided convs of
+    // many channels (>= 256) in thin groups (<= 16 per group) are the exception: oneDNN 2.6's
+    // N,H,W,C kernel for them ran 1.1-2.1x slower than its blocked one with both reorders
+    // included (1 thread: ResNeXt's 256/32 at 56x56 and 512/32 at 28x28, 256/16 at 28x28);
+    // for fewer channels or wider groups (RegNet's 32/2 .. 400/25, 1024/32) N,H,W,C was as fast
+    // or faster. So those compute blocked and reorder.
+    const bool strided_grouped = s.group > 1 && !s.depthwise() && s.c >= 256 && s.cg() <= 16 &&
+                                 (s.stride_h > 1 || s.stride_w > 1);
     const tag act_tag = channels_last && !strided_grouped ? tag::nhwc : tag::any;
     const memory::desc bias_md = has_bias ? memory::desc({s.m}, dt::f32, tag::x) : memory::desc();
     dnnl::convolution_forward::desc cd(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
