@@ -70,6 +70,16 @@ void expect_same_outputs(const ir::Graph& a, const ir::Graph& b, const std::stri
   }
 }
 
+// `g` after the channels_last pass (verified) with every conv wanted N,H,W,C.
+ir::Graph every_conv_channels_last(const ir::Graph& g) {
+  ir::Graph h = g;
+  passes::PassOptions o;
+  o.verify = true;
+  o.channels_last_conv = [](const ir::Graph&, const ir::Node&) { return true; };
+  passes::run_pipeline(h, {"channels_last"}, o);
+  return h;
+}
+
 TEST(ChannelsLast, ConvChainRunsNhwcWithTransposesOnlyAtItsEdges) {
   const ir::Graph g = inverted_residual();
   ir::Graph h = g;
@@ -154,11 +164,7 @@ TEST(ChannelsLast, PoolsBetweenConvsRunNhwc) {
       .output("yp")
       .output("idx");
   const ir::Graph g = b.build();
-  ir::Graph h = g;
-  passes::PassOptions o;
-  o.verify = true;
-  o.channels_last_conv = [](const ir::Graph&, const ir::Node&) { return true; };
-  passes::run_pipeline(h, {"channels_last"}, o);
+  const ir::Graph h = every_conv_channels_last(g);
   EXPECT_EQ(count(h, "Transpose"), 2);  // x in, y out (to the pool with Indices)
   int nhwc_pools = 0, onnx_pools = 0;
   for (auto& n : h.nodes) {
@@ -191,11 +197,7 @@ TEST(ChannelsLast, ChannelConcatOfNhwcBranchesStaysNhwc) {
       .node("Conv", {"cat", "wn"}, {"y"}, {}, "next")
       .output("y");
   const ir::Graph g = b.build();
-  ir::Graph h = g;
-  passes::PassOptions o;
-  o.verify = true;
-  o.channels_last_conv = [](const ir::Graph&, const ir::Node&) { return true; };
-  passes::run_pipeline(h, {"channels_last"}, o);
+  const ir::Graph h = every_conv_channels_last(g);
   EXPECT_EQ(count(h, "Transpose"), 2);  // x in, y out
   for (auto& n : h.nodes) {
     if (n->op_type == "Concat") {
