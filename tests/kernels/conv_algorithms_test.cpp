@@ -182,6 +182,22 @@ ir::Graph channels_last(const ir::Graph& nchw) {
 
 Tensor nhwc(const Tensor& t) { return ops::movement::transpose_tensor(t, ops::movement::kNchwToNhwc); }
 
+// Case `k` as a channels_last node with its N,H,W,C inputs, and the N,C,H,W reference's output
+// made N,H,W,C.
+struct NhwcProblem {
+  ir::Graph graph;
+  runtime::TensorMap in;
+  Tensor want;
+};
+NhwcProblem nhwc_problem(const ConvCase& k, uint32_t graph_seed, uint32_t input_seed) {
+  const ir::Graph g = build(k, graph_seed);
+  runtime::TensorMap in = {{"x", testing::random_tensor(g.type_of("x")->static_shape(), input_seed)}};
+  if (k.residual) in["z"] = testing::random_tensor(g.type_of("z")->static_shape(), input_seed + 1);
+  NhwcProblem p{channels_last(g), {}, nhwc(testing::run_with_algo(g, in, {"reference"}, "conv", k.threads).out.at("y"))};
+  for (auto& [name, t] : in) p.in[name] = nhwc(t);
+  return p;
+}
+
 // onednn on N,H,W,C tensors, and the reference kernel's channels_last path, against the
 // N,C,H,W reference; the N,C,H,W-only algorithms refuse such a node, saying why.
 TEST(ConvAlgorithms, ChannelsLastMatchesNchw) {
@@ -190,13 +206,10 @@ TEST(ConvAlgorithms, ChannelsLastMatchesNchw) {
   for (int i = 0; i < 80; ++i) {
     const ConvCase k = random_case(rng);
     if (k.one_d) continue;
-    const ir::Graph g = build(k, static_cast<uint32_t>(i));
-    const ir::Graph h = channels_last(g);
-    runtime::TensorMap in = {{"x", testing::random_tensor(g.type_of("x")->static_shape(), 3u * i)}};
-    if (k.residual) in["z"] = testing::random_tensor(g.type_of("z")->static_shape(), 3u * i + 1);
-    const Tensor want = nhwc(testing::run_with_algo(g, in, {"reference"}, "conv", k.threads).out.at("y"));
-    runtime::TensorMap in_nhwc;
-    for (auto& [name, t] : in) in_nhwc[name] = nhwc(t);
+    const NhwcProblem p = nhwc_problem(k, static_cast<uint32_t>(i), 3u * i);
+    const ir::Graph& h = p.graph;
+    const runtime::TensorMap& in_nhwc = p.in;
+    const Tensor& want = p.want;
     const auto ref = testing::run_with_algo(h, in_nhwc, {"reference"}, "conv", k.threads);
     EXPECT_LE(testing::rel_error(ref.out.at("y"), want), 1e-5) << "reference on " << describe(k);
     const auto got = testing::run_with_algo(h, in_nhwc, {"conv=onednn,reference"}, "conv", k.threads);
@@ -225,14 +238,9 @@ TEST(ConvAlgorithms, ChannelsLastStridedGroupedMatchesNchw) {
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     const ConvCase& k = cases[i];
-    const ir::Graph g = build(k, 300 + static_cast<uint32_t>(i));
-    runtime::TensorMap in = {{"x", testing::random_tensor(g.type_of("x")->static_shape(), 11u * i)}};
-    if (k.residual) in["z"] = testing::random_tensor(g.type_of("z")->static_shape(), 11u * i + 1);
-    const Tensor want = nhwc(testing::run_with_algo(g, in, {"reference"}, "conv", k.threads).out.at("y"));
-    runtime::TensorMap in_nhwc;
-    for (auto& [name, t] : in) in_nhwc[name] = nhwc(t);
-    const auto got = testing::run_with_algo(channels_last(g), in_nhwc, {"conv=onednn"}, "conv", k.threads);
-    EXPECT_LE(testing::rel_error(got.out.at("y"), want), 1e-4) << describe(k);
+    const NhwcProblem p = nhwc_problem(k, 300 + static_cast<uint32_t>(i), 11u * static_cast<uint32_t>(i));
+    const auto got = testing::run_with_algo(p.graph, p.in, {"conv=onednn"}, "conv", k.threads);
+    EXPECT_LE(testing::rel_error(got.out.at("y"), p.want), 1e-4) << describe(k);
   }
 }
 
