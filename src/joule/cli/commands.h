@@ -22,5 +22,7 @@ Action add_compare(CLI::App& app);
 Action add_train(CLI::App& app);
 Action add_finetune(CLI::App& app);
 Action add_qat(CLI::App& app);
+Action add_opdb(CLI::App& app);
+Action add_predict(CLI::App& app);
 
 }  // namespace joule::cli

@@ -37,6 +37,11 @@ int main(int argc, char** argv) {
       joule::cli::add_finetune);
   add("qat", "Quantization-aware training (ste, lsq, pact) from a quantization config; writes the QDQ model",
       joule::cli::add_qat);
+  add("opdb", "Operator cost database: sweep operators, add models' layers, stats, export, coverage",
+      joule::cli::add_opdb);
+  add("predict", "Predict a model's latency and energy from the operator database (exact rows, regressor, roofline); "
+                 "--validate against measured",
+      joule::cli::add_predict);
   add("data", "Dataset tools: convert a JPEG class folder to LMDB", joule::cli::add_data);
   add("graph", "Draw the model graph (.svg/.png/.pdf through Graphviz dot, .dot text, .txt listing)", joule::cli::add_graph);
   try {

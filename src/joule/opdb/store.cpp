@@ -1,0 +1,349 @@
+#include "joule/opdb/store.h"
+
+#include <sqlite3.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <set>
+
+#include "joule/core/cpu_features.h"
+#include "joule/core/error.h"
+
+namespace joule::opdb {
+
+namespace {
+// The whole schema of each version; migrate() applies the steps from the file's version on.
+const char* kSchemaV1 = R"sql(
+CREATE TABLE measurements(
+  id INTEGER PRIMARY KEY,
+  op_key TEXT NOT NULL, op_type TEXT NOT NULL, attrs TEXT NOT NULL, inputs TEXT NOT NULL, outputs TEXT NOT NULL,
+  algorithm TEXT NOT NULL, threads INTEGER NOT NULL, precision TEXT NOT NULL, regime TEXT NOT NULL,
+  cpu TEXT NOT NULL, isa TEXT NOT NULL, joule_version TEXT NOT NULL,
+  median_ms REAL NOT NULL, trimmed_mean_ms REAL NOT NULL, std_ms REAL NOT NULL, cv REAL NOT NULL,
+  runs INTEGER NOT NULL, noisy INTEGER NOT NULL, flops REAL NOT NULL, bytes REAL NOT NULL,
+  energy_j REAL, energy_source TEXT NOT NULL, mode TEXT NOT NULL, timestamp TEXT NOT NULL,
+  UNIQUE(op_key, algorithm, threads, precision, regime, cpu, isa, joule_version));
+CREATE INDEX measurements_by_type ON measurements(op_type, cpu, isa, joule_version);
+CREATE TABLE origins(
+  measurement_id INTEGER NOT NULL REFERENCES measurements(id) ON DELETE CASCADE,
+  origin TEXT NOT NULL, PRIMARY KEY(measurement_id, origin));
+)sql";
+
+// A prepared statement, finalized on scope exit.
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const std::string& sql, const std::string& path) : db_(db), path_(path) {
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s_, nullptr) != SQLITE_OK) error("prepare");
+  }
+  ~Stmt() { sqlite3_finalize(s_); }
+  Stmt& text(int i, const std::string& v) {
+    sqlite3_bind_text(s_, i, v.c_str(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  Stmt& num(int i, double v) {
+    sqlite3_bind_double(s_, i, v);
+    return *this;
+  }
+  Stmt& integer(int i, int64_t v) {
+    sqlite3_bind_int64(s_, i, v);
+    return *this;
+  }
+  Stmt& null(int i) {
+    sqlite3_bind_null(s_, i);
+    return *this;
+  }
+  // True while there is a row.
+  bool step() {
+    const int rc = sqlite3_step(s_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc != SQLITE_DONE) error("step");
+    return false;
+  }
+  std::string col_text(int i) const {
+    const unsigned char* t = sqlite3_column_text(s_, i);
+    return t ? reinterpret_cast<const char*>(t) : "";
+  }
+  double col_num(int i) const { return sqlite3_column_double(s_, i); }
+  int64_t col_int(int i) const { return sqlite3_column_int64(s_, i); }
+  bool col_null(int i) const { return sqlite3_column_type(s_, i) == SQLITE_NULL; }
+
+ private:
+  [[noreturn]] void error(const char* what) const {
+    fail(path_ + ": operator database " + what + " failed: " + sqlite3_errmsg(db_));
+  }
+  sqlite3* db_;
+  sqlite3_stmt* s_ = nullptr;
+  std::string path_;
+};
+
+const char* kColumns =
+    "id, op_type, attrs, inputs, outputs, algorithm, threads, precision, regime, cpu, isa, joule_version, "
+    "median_ms, trimmed_mean_ms, std_ms, cv, runs, noisy, flops, bytes, energy_j, energy_source, mode, timestamp";
+
+std::vector<std::string> strings(const std::string& json_text) {
+  std::vector<std::string> v;
+  for (auto& e : nlohmann::json::parse(json_text)) v.push_back(e.get<std::string>());
+  return v;
+}
+
+Row read_row(const Stmt& s) {
+  Row r;
+  r.op.op_type = s.col_text(1);
+  r.op.attrs = nlohmann::json::parse(s.col_text(2));
+  r.op.inputs = strings(s.col_text(3));
+  r.op.outputs = strings(s.col_text(4));
+  r.algorithm = s.col_text(5);
+  r.threads = static_cast<int>(s.col_int(6));
+  r.precision = s.col_text(7);
+  r.regime = s.col_text(8);
+  r.cpu = s.col_text(9);
+  r.isa = s.col_text(10);
+  r.joule_version = s.col_text(11);
+  r.median_ms = s.col_num(12);
+  r.trimmed_mean_ms = s.col_num(13);
+  r.std_ms = s.col_num(14);
+  r.cv = s.col_num(15);
+  r.runs = static_cast<int>(s.col_int(16));
+  r.noisy = s.col_int(17) != 0;
+  r.flops = s.col_num(18);
+  r.bytes = s.col_num(19);
+  if (!s.col_null(20)) r.energy_j = s.col_num(20);
+  r.energy_source = s.col_text(21);
+  r.mode = s.col_text(22);
+  r.timestamp = s.col_text(23);
+  return r;
+}
+}  // namespace
+
+std::string OpKey::text() const {
+  nlohmann::json j;
+  j["op"] = op_type;
+  j["attrs"] = attrs;
+  j["in"] = inputs;
+  return j.dump();
+}
+
+std::string this_cpu() { return cpu_features().model; }
+std::string this_isa() { return cpu_features().isa; }
+
+std::string now_iso8601() {
+  std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string Store::default_path() {
+  if (const char* p = std::getenv("JOULE_OPDB"); p && *p) return p;
+  const char* home = std::getenv("HOME");
+  return std::string(home && *home ? home : ".") + "/.cache/joule/opdb.sqlite";
+}
+
+Store::Store(const std::string& path) : path_(path) {
+  namespace fs = std::filesystem;
+  const fs::path parent = fs::path(path).parent_path();
+  std::error_code ec;
+  if (!parent.empty()) fs::create_directories(parent, ec);
+  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK) {
+    std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    db_ = nullptr;
+    fail(path + ": cannot open the operator database: " + msg);
+  }
+  sqlite3_busy_timeout(db_, 10000);  // another process writing: wait for it
+  try {
+    exec("PRAGMA foreign_keys = ON");
+    migrate();
+  } catch (...) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw;
+  }
+}
+
+Store::~Store() {
+  if (db_) sqlite3_close(db_);
+}
+
+void Store::exec(const std::string& sql) const {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err ? err : sqlite3_errmsg(db_);
+    sqlite3_free(err);
+    fail(path_ + ": operator database: " + msg);
+  }
+}
+
+void Store::migrate() {
+  int version = 0;
+  {
+    Stmt s(db_, "PRAGMA user_version", path_);
+    if (s.step()) version = static_cast<int>(s.col_int(0));
+  }
+  if (version > kSchemaVersion)
+    fail(path_ + ": operator database schema " + std::to_string(version) + " is newer than this joule's (" +
+         std::to_string(kSchemaVersion) + "): use a newer joule or another --db");
+  if (version == kSchemaVersion) return;
+  if (version == 0) {
+    // A new file, or some other SQLite database: refuse the latter rather than add tables to it.
+    Stmt s(db_, "SELECT count(*) FROM sqlite_master", path_);
+    if (s.step() && s.col_int(0) != 0)
+      fail(path_ + ": not a joule operator database (an SQLite file with other tables)");
+  }
+  Transaction t(*this);
+  if (version < 1) exec(kSchemaV1);
+  // Later versions: `if (version < 2) exec(kMigrateV1toV2);` and so on.
+  exec("PRAGMA user_version = " + std::to_string(kSchemaVersion));
+  t.commit();
+}
+
+Store::Transaction::Transaction(Store& s) : s_(s) { s_.exec("BEGIN IMMEDIATE"); }
+Store::Transaction::~Transaction() {
+  if (!done_) {
+    try {
+      s_.exec("ROLLBACK");
+    } catch (...) {
+    }
+  }
+}
+void Store::Transaction::commit() {
+  s_.exec("COMMIT");
+  done_ = true;
+}
+
+void Store::put(const Row& r) {
+  Stmt s(db_,
+         "INSERT INTO measurements(op_key, op_type, attrs, inputs, outputs, algorithm, threads, precision, regime, cpu, "
+         "isa, joule_version, median_ms, trimmed_mean_ms, std_ms, cv, runs, noisy, flops, bytes, energy_j, "
+         "energy_source, mode, timestamp) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,"
+         "?20,?21,?22,?23,?24) ON CONFLICT(op_key, algorithm, threads, precision, regime, cpu, isa, joule_version) DO "
+         "UPDATE SET outputs=excluded.outputs, median_ms=excluded.median_ms, trimmed_mean_ms=excluded.trimmed_mean_ms, "
+         "std_ms=excluded.std_ms, cv=excluded.cv, runs=excluded.runs, noisy=excluded.noisy, flops=excluded.flops, "
+         "bytes=excluded.bytes, energy_j=excluded.energy_j, energy_source=excluded.energy_source, mode=excluded.mode, "
+         "timestamp=excluded.timestamp",
+         path_);
+  s.text(1, r.op.text())
+      .text(2, r.op.op_type)
+      .text(3, r.op.attrs.dump())
+      .text(4, nlohmann::json(r.op.inputs).dump())
+      .text(5, nlohmann::json(r.op.outputs).dump())
+      .text(6, r.algorithm)
+      .integer(7, r.threads)
+      .text(8, r.precision)
+      .text(9, r.regime)
+      .text(10, r.cpu)
+      .text(11, r.isa)
+      .text(12, r.joule_version)
+      .num(13, r.median_ms)
+      .num(14, r.trimmed_mean_ms)
+      .num(15, r.std_ms)
+      .num(16, r.cv)
+      .integer(17, r.runs)
+      .integer(18, r.noisy ? 1 : 0)
+      .num(19, r.flops)
+      .num(20, r.bytes)
+      .text(22, r.energy_source)
+      .text(23, r.mode)
+      .text(24, r.timestamp.empty() ? now_iso8601() : r.timestamp);
+  if (r.energy_j)
+    s.num(21, *r.energy_j);
+  else
+    s.null(21);
+  s.step();
+  for (const std::string& o : r.origins) add_origin(r, o);
+}
+
+void Store::add_origin(const Row& r, const std::string& origin) {
+  Stmt s(db_,
+         "INSERT OR IGNORE INTO origins(measurement_id, origin) SELECT id, ?1 FROM measurements WHERE op_key=?2 AND "
+         "algorithm=?3 AND threads=?4 AND precision=?5 AND regime=?6 AND cpu=?7 AND isa=?8 AND joule_version=?9",
+         path_);
+  s.text(1, origin)
+      .text(2, r.op.text())
+      .text(3, r.algorithm)
+      .integer(4, r.threads)
+      .text(5, r.precision)
+      .text(6, r.regime)
+      .text(7, r.cpu)
+      .text(8, r.isa)
+      .text(9, r.joule_version);
+  s.step();
+}
+
+namespace {
+void load_origins(sqlite3* db, const std::string& path, int64_t id, Row& r) {
+  Stmt o(db, "SELECT origin FROM origins WHERE measurement_id=?1 ORDER BY origin", path);
+  o.integer(1, id);
+  while (o.step()) r.origins.push_back(o.col_text(0));
+}
+}  // namespace
+
+std::optional<Row> Store::find(const OpKey& op, const std::string& algorithm, int threads, const std::string& precision,
+                               const std::string& regime, const std::string& cpu, const std::string& isa,
+                               const std::string& joule_version) const {
+  Stmt s(db_,
+         std::string("SELECT ") + kColumns +
+             " FROM measurements WHERE op_key=?1 AND algorithm=?2 AND threads=?3 AND precision=?4 AND regime=?5 AND "
+             "cpu=?6 AND isa=?7 AND joule_version=?8",
+         path_);
+  s.text(1, op.text()).text(2, algorithm).integer(3, threads).text(4, precision).text(5, regime).text(6, cpu);
+  s.text(7, isa).text(8, joule_version);
+  if (!s.step()) return std::nullopt;
+  Row r = read_row(s);
+  load_origins(db_, path_, s.col_int(0), r);
+  return r;
+}
+
+std::vector<Row> Store::rows(const Filter& f) const {
+  std::string sql = std::string("SELECT ") + kColumns + " FROM measurements WHERE 1=1";
+  std::vector<std::string> texts;
+  auto cond = [&](const std::string& col, const std::string& v) {
+    if (v.empty()) return;
+    texts.push_back(v);
+    sql += " AND " + col + "=?" + std::to_string(texts.size());
+  };
+  cond("cpu", f.cpu);
+  cond("isa", f.isa);
+  cond("joule_version", f.joule_version);
+  cond("op_type", f.op_type);
+  cond("regime", f.regime);
+  cond("precision", f.precision);
+  if (f.threads > 0) sql += " AND threads=" + std::to_string(f.threads);
+  sql += " ORDER BY id";
+  Stmt s(db_, sql, path_);
+  for (size_t i = 0; i < texts.size(); ++i) s.text(static_cast<int>(i + 1), texts[i]);
+  std::vector<Row> out;
+  std::vector<int64_t> ids;
+  while (s.step()) {
+    out.push_back(read_row(s));
+    ids.push_back(s.col_int(0));
+  }
+  // Origins in one pass.
+  std::map<int64_t, size_t> at;
+  for (size_t i = 0; i < ids.size(); ++i) at[ids[i]] = i;
+  Stmt o(db_, "SELECT measurement_id, origin FROM origins ORDER BY origin", path_);
+  while (o.step()) {
+    auto it = at.find(o.col_int(0));
+    if (it != at.end()) out[it->second].origins.push_back(o.col_text(1));
+  }
+  if (f.exclude_origins.empty()) return out;
+  const std::set<std::string> ex(f.exclude_origins.begin(), f.exclude_origins.end());
+  std::vector<Row> kept;
+  for (Row& r : out) {
+    bool other = r.origins.empty();
+    for (auto& o2 : r.origins) other = other || !ex.count(o2);
+    if (other) kept.push_back(std::move(r));
+  }
+  return kept;
+}
+
+size_t Store::count() const {
+  Stmt s(db_, "SELECT count(*) FROM measurements", path_);
+  return s.step() ? static_cast<size_t>(s.col_int(0)) : 0;
+}
+
+}  // namespace joule::opdb

@@ -1,0 +1,114 @@
+#include "joule/predict/features.h"
+
+#include <cmath>
+#include <limits>
+
+namespace joule::predict {
+
+namespace {
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+// Integers in an attribute's text ("[3,3]", "2").
+std::vector<int64_t> ints_of(const nlohmann::json& attrs, const std::string& name) {
+  std::vector<int64_t> v;
+  if (!attrs.contains(name) || !attrs[name].is_string()) return v;
+  const std::string s = attrs[name].get<std::string>();
+  size_t i = 0;
+  while (i < s.size()) {
+    if (std::isdigit(static_cast<unsigned char>(s[i])) || (s[i] == '-' && i + 1 < s.size() && std::isdigit(static_cast<unsigned char>(s[i + 1])))) {
+      size_t end = 0;
+      v.push_back(std::stoll(s.substr(i), &end));
+      i += end;
+    } else {
+      ++i;
+    }
+  }
+  return v;
+}
+
+float log2p(double v) { return static_cast<float>(std::log2(1.0 + std::max(0.0, v))); }
+
+void push_dims(std::vector<float>& f, const std::vector<int64_t>& d) {
+  for (size_t i = 0; i < 5; ++i) f.push_back(i < d.size() ? static_cast<float>(d[i]) : kNaN);
+}
+
+double elements(const std::vector<int64_t>& d) {
+  double n = d.empty() ? 0 : 1;
+  for (int64_t x : d) n *= static_cast<double>(x);
+  return n;
+}
+
+float activation_kind(const nlohmann::json& attrs) {
+  if (!attrs.contains("activation")) return 0;
+  static const std::vector<std::string> kinds = {"\"Relu\"", "\"Clip\"", "\"Sigmoid\"", "\"SiLU\"",
+                                                 "\"HardSwish\"", "\"Gelu\"", "\"LeakyRelu\""};
+  for (size_t i = 0; i < kinds.size(); ++i)
+    if (attrs["activation"] == kinds[i]) return static_cast<float>(i + 1);
+  return static_cast<float>(kinds.size() + 1);
+}
+}  // namespace
+
+std::vector<int64_t> dims_of(const std::string& type) {
+  std::vector<int64_t> d;
+  const size_t a = type.find('['), b = type.rfind(']');
+  if (a == std::string::npos || b == std::string::npos || b < a) return d;
+  std::string s = type.substr(a + 1, b - a - 1);
+  size_t i = 0;
+  while (i < s.size()) {
+    size_t j = s.find(',', i);
+    if (j == std::string::npos) j = s.size();
+    const std::string part = s.substr(i, j - i);
+    if (part.empty() || !std::isdigit(static_cast<unsigned char>(part[0]))) return {};  // symbolic
+    d.push_back(std::stoll(part));
+    i = j + 1;
+  }
+  return d;
+}
+
+const std::vector<std::string>& feature_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n = {"log2_flops", "log2_bytes", "intensity", "threads", "algorithm"};
+    for (const char* t : {"in0", "out0", "in1"})
+      for (int i = 0; i < 5; ++i) n.push_back(std::string(t) + "_d" + std::to_string(i));
+    for (const char* s : {"log2_in0_elems", "log2_out0_elems", "kernel_area", "stride", "group", "inputs",
+                          "channels_last", "activation"})
+      n.push_back(s);
+    return n;
+  }();
+  return names;
+}
+
+std::vector<float> features(const opdb::OpKey& k, double flops, double bytes, int threads, float algorithm_index) {
+  std::vector<float> f;
+  f.reserve(feature_names().size());
+  f.push_back(log2p(flops));
+  f.push_back(log2p(bytes));
+  f.push_back(static_cast<float>(flops / std::max(1.0, bytes)));
+  f.push_back(static_cast<float>(threads));
+  f.push_back(algorithm_index);
+  const std::vector<int64_t> in0 = k.inputs.empty() ? std::vector<int64_t>{} : dims_of(k.inputs[0]);
+  const std::vector<int64_t> out0 = k.outputs.empty() ? std::vector<int64_t>{} : dims_of(k.outputs[0]);
+  const std::vector<int64_t> in1 = k.inputs.size() < 2 ? std::vector<int64_t>{} : dims_of(k.inputs[1]);
+  push_dims(f, in0);
+  push_dims(f, out0);
+  push_dims(f, in1);
+  f.push_back(log2p(elements(in0)));
+  f.push_back(log2p(elements(out0)));
+  const std::vector<int64_t> ks = ints_of(k.attrs, "kernel_shape");
+  double area = ks.empty() ? kNaN : 1;
+  for (int64_t x : ks) area *= static_cast<double>(x);
+  f.push_back(static_cast<float>(area));
+  const std::vector<int64_t> st = ints_of(k.attrs, "strides");
+  f.push_back(st.empty() ? kNaN : static_cast<float>(st[0]));
+  const std::vector<int64_t> gr = ints_of(k.attrs, "group");
+  f.push_back(gr.empty() ? kNaN : static_cast<float>(gr[0]));
+  size_t given = 0;
+  for (auto& s : k.inputs) given += !s.empty();
+  f.push_back(static_cast<float>(given));
+  const std::vector<int64_t> cl = ints_of(k.attrs, "channels_last");
+  f.push_back(cl.empty() ? 0.f : static_cast<float>(cl[0]));
+  f.push_back(activation_kind(k.attrs));
+  return f;
+}
+
+}  // namespace joule::predict

@@ -1,0 +1,226 @@
+#include "joule/predict/predictor.h"
+
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "joule/core/error.h"
+#include "joule/opdb/measure.h"
+#include "joule/passes/annotate_costs.h"
+#include "joule/predict/features.h"
+#include "joule/predict/regressor.h"
+#include "joule/profile/cpu_peak.h"
+#include "joule/profile/energy/energy_meter.h"
+
+namespace joule::predict {
+
+namespace {
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// One operator instance of the store: its rows in both regimes together.
+struct Entry {
+  opdb::OpKey key;
+  std::string algorithm;
+  int threads = 1;
+  double flops = 0, bytes = 0;
+  double reused = kNaN, fresh = kNaN;
+  std::optional<double> energy_reused, energy_fresh;
+  std::string energy_source;
+};
+
+std::string id_of(const opdb::OpKey& k, const std::string& algorithm, int threads, const std::string& precision) {
+  return k.text() + "|" + algorithm + "|" + std::to_string(threads) + "|" + precision;
+}
+
+double pick(double reused, double fresh, const std::string& regime) {
+  if (regime == "reused" || std::isnan(fresh)) return regime == "fresh" ? kNaN : reused;
+  if (regime == "fresh" || std::isnan(reused)) return regime == "reused" ? kNaN : fresh;
+  return std::sqrt(reused * fresh);
+}
+}  // namespace
+
+struct Predictor::Impl {
+  PredictorOptions o;
+  std::string store_path;
+  std::map<std::string, Entry> entries;
+  std::map<std::string, std::vector<const Entry*>> by_type;
+  std::map<std::string, std::optional<Regressor>> models;
+  std::map<std::string, std::map<std::string, int>> algo_index;  // op type -> algorithm -> index
+  std::unique_ptr<profile::energy::EnergyMeter> estimator;
+
+  double value(const Entry& e) const { return pick(e.reused, e.fresh, o.regime); }
+
+  std::optional<double> energy(const Entry& e) const {
+    if (!e.energy_reused && !e.energy_fresh) return std::nullopt;
+    return pick(e.energy_reused.value_or(kNaN), e.energy_fresh.value_or(kNaN), o.regime);
+  }
+
+  float algo(const std::string& op_type, const std::string& algorithm) {
+    auto& m = algo_index[op_type];
+    auto it = m.find(algorithm);
+    return it == m.end() ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>(it->second);
+  }
+
+  // The regressor of an op type, trained on first use; nullopt when it has too few rows.
+  const Regressor* model(const std::string& op_type) {
+    auto it = models.find(op_type);
+    if (it == models.end()) {
+      std::optional<Regressor> r;
+      auto rows = by_type.find(op_type);
+      std::vector<const Entry*> usable;
+      if (rows != by_type.end())
+        for (const Entry* e : rows->second)
+          if (std::isfinite(value(*e)) && value(*e) > 0) usable.push_back(e);
+      if (static_cast<int>(usable.size()) >= o.min_rows) {
+        std::set<std::string> algos;
+        for (const Entry* e : usable) algos.insert(e->algorithm);
+        int i = 0;
+        for (auto& a : algos) algo_index[op_type][a] = i++;
+        std::vector<std::vector<float>> X;
+        std::vector<float> y;
+        for (const Entry* e : usable) {
+          X.push_back(features(e->key, e->flops, e->bytes, e->threads, algo(op_type, e->algorithm)));
+          y.push_back(static_cast<float>(std::log(value(*e))));
+        }
+        RegressorParams p;
+        p.rounds = 150;
+        p.max_depth = 5;
+        r = Regressor::train(X, y, p);
+      }
+      it = models.emplace(op_type, std::move(r)).first;
+    }
+    return it->second ? &*it->second : nullptr;
+  }
+};
+
+Predictor::Predictor(const opdb::Store& db, PredictorOptions o) : impl_(std::make_unique<Impl>()) {
+  JOULE_CHECK(o.regime == "reused" || o.regime == "fresh" || o.regime == "mid",
+              "unknown regime '" + o.regime + "' (reused, fresh, mid)");
+  impl_->o = std::move(o);
+  impl_->store_path = db.path();
+  opdb::Filter f;
+  f.cpu = opdb::this_cpu();
+  f.isa = opdb::this_isa();
+  f.joule_version = JOULE_VERSION;
+  f.exclude_origins = impl_->o.exclude_origins;
+  for (opdb::Row& r : db.rows(f)) {
+    if (r.regime != "reused" && r.regime != "fresh") continue;  // in-model rows: not isolated
+    Entry& e = impl_->entries[id_of(r.op, r.algorithm, r.threads, r.precision)];
+    e.key = r.op;
+    e.algorithm = r.algorithm;
+    e.threads = r.threads;
+    e.flops = r.flops;
+    e.bytes = r.bytes;
+    (r.regime == "reused" ? e.reused : e.fresh) = r.median_ms;
+    (r.regime == "reused" ? e.energy_reused : e.energy_fresh) = r.energy_j;
+    if (r.energy_j) e.energy_source = r.energy_source;
+  }
+  for (auto& [id, e] : impl_->entries) impl_->by_type[e.key.op_type].push_back(&e);
+  try {
+    impl_->estimator = profile::energy::open_meter("estimate");
+  } catch (const Error&) {
+  }
+}
+
+Predictor::~Predictor() = default;
+
+size_t Predictor::rows() const { return impl_->entries.size(); }
+
+Prediction Predictor::predict(const runtime::Session& s, const std::string& model_name) {
+  Impl& im = *impl_;
+  Prediction p;
+  p.model = model_name;
+  p.cpu = opdb::this_cpu();
+  p.isa = opdb::this_isa();
+  p.threads = s.threads();
+  p.regime = im.o.regime;
+  p.store = im.store_path;
+  ir::Graph costed(s.graph());
+  passes::annotate_costs(costed);
+  std::unordered_map<const ir::Node*, size_t> index;
+  for (size_t i = 0; i < s.graph().nodes.size(); ++i) index[s.graph().nodes[i].get()] = i;
+  const double peak = profile::peak_gflops(p.threads) * 1e9, bw = profile::peak_bandwidth_gbs(p.threads) * 1e9;
+  std::set<std::string> precisions, energy_sources;
+  for (size_t step = 0; step < s.num_steps(); ++step) {
+    const ir::Node& n = s.step_node(step);
+    const auto& c = costed.nodes[index.at(&n)]->meta["common"];
+    LayerPrediction L;
+    L.step = step;
+    L.name = n.name;
+    const opdb::OpKey key = opdb::op_key(s.graph(), n);
+    L.op_type = key.op_type;
+    L.algorithm = n.meta["software"].value("algorithm", "reference");
+    L.flops = c.value("flops", 0.0);
+    L.bytes = c.value("bytes", 0.0);
+    const std::string precision = opdb::precision_of(key);
+    precisions.insert(precision);
+    auto it = im.o.use_exact ? im.entries.find(id_of(key, L.algorithm, p.threads, precision)) : im.entries.end();
+    if (it != im.entries.end() && std::isfinite(im.value(it->second))) {
+      L.source = "exact";
+      L.latency_ms = im.value(it->second);
+      if ((L.energy_j = im.energy(it->second))) L.energy_source = it->second.energy_source;
+    } else if (const Regressor* r = im.model(L.op_type)) {
+      L.source = "model";
+      L.latency_ms = std::exp(r->predict(features(key, L.flops, L.bytes, p.threads, im.algo(L.op_type, L.algorithm))));
+    } else {
+      L.source = "roofline";
+      L.latency_ms = 1e3 * std::max(peak > 0 ? L.flops / peak : 0.0, bw > 0 ? L.bytes / bw : 0.0);
+    }
+    if (!L.energy_j && im.estimator) {
+      L.energy_j = im.estimator->model_joules(L.latency_ms / 1e3, L.flops, L.bytes);
+      if (L.energy_j) L.energy_source = im.estimator->source();
+    }
+    if (L.energy_j) {
+      p.energy_j = p.energy_j.value_or(0) + *L.energy_j;
+      energy_sources.insert(L.energy_source);
+    }
+    p.latency_ms += L.latency_ms;
+    ++p.coverage_layers[L.source];
+    p.coverage_pct[L.source] += L.latency_ms;
+    p.layers.push_back(std::move(L));
+  }
+  for (auto& [src, ms] : p.coverage_pct) ms = p.latency_ms > 0 ? 100.0 * ms / p.latency_ms : 0;
+  for (const char* src : {"exact", "model", "roofline"}) {
+    p.coverage_pct.emplace(src, 0.0);
+    p.coverage_layers.emplace(src, 0);
+  }
+  for (auto& [op, m] : im.models)
+    if (m) p.training_rows[op] = static_cast<int>(im.by_type[op].size());
+  p.precision = precisions.size() == 1 ? *precisions.begin() : precisions.empty() ? "fp32" : "mixed";
+  if (energy_sources.size() == 1) {
+    p.energy_source = *energy_sources.begin();
+  } else if (!energy_sources.empty()) {
+    p.energy_source = "mixed:";
+    for (auto& e : energy_sources) p.energy_source += " " + e;
+  }
+  return p;
+}
+
+nlohmann::json Prediction::to_json() const {
+  nlohmann::json layers_j = nlohmann::json::array();
+  for (auto& L : layers) {
+    nlohmann::json l = {{"name", L.name},          {"op_type", L.op_type}, {"algorithm", L.algorithm},
+                        {"latency_ms", L.latency_ms}, {"source", L.source},  {"flops", L.flops},
+                        {"bytes", L.bytes}};
+    l["energy_j"] = L.energy_j ? nlohmann::json(*L.energy_j) : nlohmann::json(nullptr);
+    if (L.energy_j) l["energy_source"] = L.energy_source;
+    layers_j.push_back(l);
+  }
+  nlohmann::json cov;
+  for (auto& [src, pct] : coverage_pct) cov[src] = {{"time_pct", pct}, {"layers", coverage_layers.at(src)}};
+  return {{"model", model},
+          {"latency_ms", latency_ms},
+          {"energy_j", energy_j ? nlohmann::json(*energy_j) : nlohmann::json(nullptr)},
+          {"energy_source", energy_source},
+          {"threads", threads},
+          {"precision", precision},
+          {"regime", regime},
+          {"cpu", cpu},
+          {"isa", isa},
+          {"store", store},
+          {"training_rows", training_rows},
+          {"coverage", cov},
+          {"layers", layers_j}};
+}
+
+}  // namespace joule::predict

@@ -1,0 +1,72 @@
+// joule opdb (sweep, add, stats, export, coverage) and joule predict, as a user runs them.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_util.h"
+#include "joule/core/file_util.h"
+
+using joule::testing::run_joule;
+
+TEST(OpdbCli, SweepAddPredictCoverageAndErrors) {
+  const auto dir = joule::testing::scratch_dir("opdb_cli");
+  const std::string db = (dir / "ops.sqlite").string(), cfg = (dir / "tiny.yaml").string();
+  joule::write_file_atomic(cfg, "quick:\n  - op: Conv\n    channels: [8, 16]\n    size: 8\n  - op: Relu\n    channels: 8\n    size: [4, 8]\n");
+  const std::string fast = " --runs 3 --min-time 0 --db " + db;
+
+  auto r = run_joule("opdb sweep " + cfg + " --stage quick --format json" + fast);
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["points"], 4);
+  const size_t swept = j["rows"].get<size_t>();
+  EXPECT_GE(swept, 8u);  // 4 points, 2 regimes each, at least one node per point
+
+  // Nothing of the bundled model's own layers yet: coverage says what to sweep next.
+  r = run_joule("opdb coverage default --db " + db);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("to pass 90% exact, sweep or add: joule.FusedConv"), std::string::npos) << r.out;
+
+  r = run_joule("opdb add default" + fast);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("measured"), std::string::npos) << r.out;
+
+  r = run_joule("predict default --format json --db " + db);
+  ASSERT_EQ(r.code, 0) << r.out;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_GT(j["latency_ms"].get<double>(), 0);
+  EXPECT_DOUBLE_EQ(j["coverage"]["exact"]["time_pct"].get<double>(), 100.0);
+  double sum = 0;
+  for (auto& l : j["layers"]) {
+    EXPECT_EQ(l["source"], "exact");
+    sum += l["latency_ms"].get<double>();
+  }
+  EXPECT_NEAR(sum, j["latency_ms"].get<double>(), 1e-9);
+  EXPECT_NE(j["energy_source"].get<std::string>().find("estimate"), std::string::npos);
+
+  r = run_joule("opdb stats --format json --db " + db);
+  ASSERT_EQ(r.code, 0) << r.out;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_GT(j["rows"].get<size_t>(), swept);
+  EXPECT_TRUE(j["origins"].contains("sweep"));
+  EXPECT_TRUE(j["origins"].contains("model:fashion_cnn"));
+
+  r = run_joule("opdb export --csv --db " + db);
+  ASSERT_EQ(r.code, 0);
+  EXPECT_EQ(r.out.rfind("op_type,attrs,inputs", 0), 0u);
+
+  // Validation measures the model and compares.
+  r = run_joule("predict default --validate --runs 3 --format json --db " + db);
+  ASSERT_EQ(r.code, 0) << r.out;
+  j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["models"].size(), 1u);
+  EXPECT_GT(j["models"][0]["measured_ms"].get<double>(), 0);
+
+  // Errors: one line, exit 2.
+  r = run_joule("predict default --db " + (dir / "missing.sqlite").string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("no operator database there"), std::string::npos) << r.out;
+  joule::write_file_atomic(cfg, "quick:\n  - op: Conv\n    chanels: 8\n");
+  r = run_joule("opdb sweep " + cfg + fast);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("tiny.yaml:2: 'chanels' is not a parameter of a Conv sweep"), std::string::npos) << r.out;
+}

@@ -1,0 +1,304 @@
+// The operator store (SQLite), measuring one node in isolation, filling the store from a
+// session and from sweep configs, and the predictor's three sources.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "cli/cli_util.h"
+#include "graph_builder.h"
+#include "test_tensors.h"
+#include "joule/api/prepare.h"
+#include "joule/core/error.h"
+#include "joule/core/file_util.h"
+#include "joule/opdb/collect.h"
+#include "joule/predict/predictor.h"
+#include "joule/profile/cpu_peak.h"
+
+namespace fs = std::filesystem;
+using namespace joule;
+
+namespace {
+opdb::Row row(const std::string& op, int64_t n, double ms, const std::string& regime = "reused",
+              std::vector<std::string> origins = {"sweep"}) {
+  opdb::Row r;
+  r.op.op_type = op;
+  r.op.inputs = {"float32[1," + std::to_string(n) + "]"};
+  r.op.outputs = r.op.inputs;
+  r.algorithm = "simd";
+  r.regime = regime;
+  r.cpu = opdb::this_cpu();
+  r.isa = opdb::this_isa();
+  r.joule_version = JOULE_VERSION;
+  r.median_ms = r.trimmed_mean_ms = ms;
+  r.runs = 5;
+  r.flops = static_cast<double>(n);
+  r.bytes = 8.0 * static_cast<double>(n);
+  r.origins = std::move(origins);
+  return r;
+}
+
+// Conv + Relu, MaxPool, flatten, Gemm: after the default passes a fused conv, a pool and a gemm.
+ir::Graph small_cnn() {
+  return joule::testing::GraphBuilder()
+      .input("x", DType::Float32, {1, 8, 16, 16})
+      .init("w", joule::testing::random_tensor({16, 8, 3, 3}, 1, -0.2f, 0.2f))
+      .init("b", joule::testing::random_tensor({16}, 2))
+      .init("shape", Tensor::from_vector<int64_t>({1, -1}, {2}))
+      .init("fw", joule::testing::random_tensor({10, 16 * 8 * 8}, 3, -0.05f, 0.05f))
+      .init("fb", joule::testing::random_tensor({10}, 4))
+      .node("Conv", {"x", "w", "b"}, {"c"}, {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}})
+      .node("Relu", {"c"}, {"r"})
+      .node("MaxPool", {"r"}, {"p"}, {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}})
+      .node("Reshape", {"p", "shape"}, {"f"})
+      .node("Gemm", {"f", "fw", "fb"}, {"y"}, {{"transB", int64_t{1}}})
+      .output("y")
+      .build();
+}
+
+opdb::CollectOptions fast_collect(const std::string& origin) {
+  opdb::CollectOptions c;
+  c.measure.runs = 3;
+  c.measure.warmup = 1;
+  c.measure.min_time_s = 0;
+  c.measure.retries = 0;
+  c.origin = origin;
+  return c;
+}
+}  // namespace
+
+TEST(OpdbStore, PutFindUpsertAndOrigins) {
+  const fs::path dir = joule::testing::scratch_dir("opdb_store");
+  const std::string path = (dir / "sub" / "db.sqlite").string();  // the folder is created
+  {
+    opdb::Store db(path);
+    EXPECT_EQ(db.count(), 0u);
+    db.put(row("Relu", 100, 0.5));
+    db.put(row("Relu", 100, 0.5, "fresh"));
+    db.put(row("Relu", 200, 0.9));
+    EXPECT_EQ(db.count(), 3u);
+    // Same key again: replaced, origins merged.
+    opdb::Row again = row("Relu", 100, 0.25, "reused", {"model:a"});
+    again.energy_j = 1e-6;
+    again.energy_source = "estimate:x";
+    db.put(again);
+    EXPECT_EQ(db.count(), 3u);
+  }
+  opdb::Store db(path);  // persisted
+  auto r = db.find(row("Relu", 100, 0).op, "simd", 1, "fp32", "reused", opdb::this_cpu(), opdb::this_isa(), JOULE_VERSION);
+  ASSERT_TRUE(r);
+  EXPECT_DOUBLE_EQ(r->median_ms, 0.25);
+  ASSERT_TRUE(r->energy_j);
+  EXPECT_DOUBLE_EQ(*r->energy_j, 1e-6);
+  EXPECT_EQ(r->origins, (std::vector<std::string>{"model:a", "sweep"}));
+  EXPECT_FALSE(db.find(row("Relu", 100, 0).op, "simd", 2, "fp32", "reused", opdb::this_cpu(), opdb::this_isa(), JOULE_VERSION));
+  EXPECT_FALSE(r->timestamp.empty());
+
+  opdb::Filter f;
+  f.regime = "fresh";
+  EXPECT_EQ(db.rows(f).size(), 1u);
+  // Leave-one-out: a row only model:b made is hidden; one that model:b shares with the sweep is not.
+  db.put(row("Relu", 300, 1.0, "reused", {"model:b"}));
+  db.put(row("Relu", 200, 0.9, "reused", {"model:b"}));  // adds model:b to a sweep row
+  opdb::Filter loo;
+  loo.exclude_origins = {"model:b"};
+  EXPECT_EQ(db.rows().size(), 4u);
+  EXPECT_EQ(db.rows(loo).size(), 3u);
+}
+
+TEST(OpdbStore, TransactionRollsBackUnlessCommitted) {
+  const fs::path dir = joule::testing::scratch_dir("opdb_tx");
+  opdb::Store db((dir / "db.sqlite").string());
+  {
+    opdb::Store::Transaction t(db);
+    db.put(row("Relu", 1, 1));
+  }
+  EXPECT_EQ(db.count(), 0u);
+  {
+    opdb::Store::Transaction t(db);
+    db.put(row("Relu", 1, 1));
+    t.commit();
+  }
+  EXPECT_EQ(db.count(), 1u);
+}
+
+TEST(OpdbStore, RefusesOtherDatabasesAndNewerSchemas) {
+  const fs::path dir = joule::testing::scratch_dir("opdb_refuse");
+  const std::string other = (dir / "other.sqlite").string(), newer = (dir / "newer.sqlite").string();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(other.c_str(), &db), SQLITE_OK);
+  sqlite3_exec(db, "CREATE TABLE t(x)", nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  ASSERT_EQ(sqlite3_open(newer.c_str(), &db), SQLITE_OK);
+  sqlite3_exec(db, "PRAGMA user_version = 99", nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  try {
+    opdb::Store s(other);
+    FAIL() << "opened a foreign database";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not a joule operator database"), std::string::npos) << e.what();
+  }
+  try {
+    opdb::Store s(newer);
+    FAIL() << "opened a newer schema";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("newer"), std::string::npos) << e.what();
+  }
+  write_file_atomic((dir / "text.sqlite").string(), "this is not sqlite at all, just some text long enough");
+  EXPECT_THROW(opdb::Store((dir / "text.sqlite").string()), Error);
+}
+
+TEST(OpdbMeasure, KeyIsolationAndBothRegimes) {
+  ir::Graph g = small_cnn();
+  api::Prepared p = api::prepare(g, api::PrepareOptions::with_threads(1));
+  const runtime::Session& s = *p.session;
+  const ir::Node* conv = nullptr;
+  for (size_t i = 0; i < s.num_steps(); ++i)
+    if (s.step_node(i).op_type == "FusedConv") conv = &s.step_node(i);
+  ASSERT_NE(conv, nullptr);
+  const opdb::OpKey k = opdb::op_key(s.graph(), *conv);
+  EXPECT_EQ(k.op_type, "joule.FusedConv");
+  ASSERT_EQ(k.inputs.size(), 3u);
+  EXPECT_EQ(k.inputs[1].rfind("const float32[16,8,3,3]", 0), 0u) << k.inputs[1];
+  EXPECT_EQ(k.inputs[0].rfind("const", 0), std::string::npos);
+  EXPECT_EQ(opdb::precision_of(k), "fp32");
+  EXPECT_EQ(k.attrs["activation"], "\"Relu\"");
+
+  const ir::Graph one = opdb::isolate(s.graph(), *conv);
+  EXPECT_EQ(one.nodes.size(), 1u);
+  EXPECT_EQ(one.inputs.size(), 1u);
+  EXPECT_EQ(one.initializers.size(), 2u);
+  EXPECT_EQ(opdb::op_key(one, *one.nodes[0]).text(), k.text());  // the isolated node has the same key
+
+  opdb::MeasureOptions mo;
+  mo.runs = 4;
+  mo.min_time_s = 0;
+  mo.retries = 0;
+  const std::vector<opdb::Row> rows = opdb::measure_node(s.graph(), *conv, "", mo);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].regime, "reused");
+  EXPECT_EQ(rows[1].regime, "fresh");
+  for (const opdb::Row& r : rows) {
+    EXPECT_EQ(r.algorithm, conv->meta["software"].value("algorithm", "?"));
+    EXPECT_GT(r.median_ms, 0);
+    EXPECT_GE(r.runs, 4);
+    EXPECT_NEAR(r.flops, 2.0 * 16 * 16 * 16 * 8 * 9, 16 * 16 * 16 * 4.0);  // MACs x 2 (+ bias, relu)
+    EXPECT_GT(r.bytes, 4.0 * (8 * 16 * 16 + 16 * 16 * 16));
+    EXPECT_EQ(r.op.text(), k.text());
+  }
+  EXPECT_THROW(opdb::measure_node(s.graph(), *conv, "", [] {
+    opdb::MeasureOptions bad;
+    bad.regimes = {"tepid"};
+    return bad;
+  }()), Error);
+}
+
+TEST(OpdbCollect, MeasuresDistinctNodesOnceAndRecordsOrigins) {
+  const fs::path dir = joule::testing::scratch_dir("opdb_collect");
+  opdb::Store db((dir / "db.sqlite").string());
+  api::Prepared p = api::prepare(small_cnn(), api::PrepareOptions::with_threads(1));
+  opdb::CollectStats a = opdb::collect_session(*p.session, db, fast_collect("model:a"));
+  EXPECT_EQ(a.steps, p.session->num_steps());
+  EXPECT_EQ(a.measured + a.skipped.size(), a.distinct);
+  EXPECT_TRUE(a.skipped.empty()) << a.skipped[0];
+  EXPECT_EQ(db.count(), 2 * a.measured);
+  // The same model again under another name: nothing measured, every row gains the origin.
+  opdb::CollectStats b = opdb::collect_session(*p.session, db, fast_collect("model:b"));
+  EXPECT_EQ(b.measured, 0u);
+  EXPECT_EQ(b.known, a.distinct);
+  for (const opdb::Row& r : db.rows()) EXPECT_EQ(r.origins, (std::vector<std::string>{"model:a", "model:b"}));
+}
+
+TEST(OpdbSweep, ShippedConfigExpandsAndBadConfigsNameTheLine) {
+  const opdb::SweepConfig c = opdb::load_sweep_config(opdb::default_sweep_config_path());
+  const std::vector<opdb::SweepCase> sanity = opdb::sweep_cases(c, "sanity");
+  EXPECT_EQ(sanity.size(), c.stages.at("quick").size());
+  const std::vector<opdb::SweepCase> quick = opdb::sweep_cases(c, "quick"), full = opdb::sweep_cases(c, "full");
+  EXPECT_GT(quick.size(), 200u);
+  EXPECT_GT(full.size(), quick.size());
+  for (const opdb::SweepCase& sc : quick) {
+    ir::Graph g = sc.graph;
+    EXPECT_NO_THROW(api::apply_passes(g, "default")) << sc.label;
+  }
+
+  const fs::path dir = joule::testing::scratch_dir("opdb_sweepcfg");
+  auto error_of = [&](const std::string& yaml, const std::string& stage = "quick") {
+    const std::string p = (dir / "c.yaml").string();
+    write_file_atomic(p, yaml);
+    try {
+      opdb::sweep_cases(opdb::load_sweep_config(p), stage);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error_of("quick:\n  - op: Conv\n    channels: [8]\n    wings: 2\n").find("c.yaml:2: 'wings' is not a parameter"), std::string::npos);
+  EXPECT_NE(error_of("quick:\n  - op: Frobnicate\n").find("no sweep for op 'Frobnicate'"), std::string::npos);
+  EXPECT_NE(error_of("quick:\n  - op: Conv\n    channels: [-3]\n").find("positive integer"), std::string::npos);
+  EXPECT_NE(error_of("slow:\n  - op: Relu\n").find("unknown key 'slow'"), std::string::npos);
+  EXPECT_NE(error_of("quick: [\n").find("not valid YAML"), std::string::npos);
+  // A 3x3 conv of 512 channels at 112x112 is 59 GFLOP: left out under max_gflop.
+  EXPECT_NE(error_of("max_gflop: 1\nquick:\n  - op: Conv\n    channels: 512\n    size: 112\n").find("has no points"),
+            std::string::npos);
+  EXPECT_EQ(error_of("quick:\n  - op: Conv\n    channels: [8, 16]\n    size: [4, 8]\n"), "no error");
+  const std::string p = (dir / "c.yaml").string();
+  EXPECT_EQ(opdb::sweep_cases(opdb::load_sweep_config(p), "quick").size(), 4u);
+  EXPECT_EQ(opdb::sweep_cases(opdb::load_sweep_config(p), "sanity").size(), 1u);
+}
+
+TEST(Predictor, ExactRowsThenRegressorThenRoofline) {
+  const fs::path dir = joule::testing::scratch_dir("opdb_predict");
+  opdb::Store db((dir / "db.sqlite").string());
+  api::Prepared p = api::prepare(small_cnn(), api::PrepareOptions::with_threads(1));
+  const runtime::Session& s = *p.session;
+  opdb::collect_session(*p.session, db, fast_collect("model:cnn"));
+
+  // Every layer exact, at the geometric mean of its two regimes.
+  predict::Predictor pr(db);
+  const predict::Prediction all = pr.predict(s, "cnn");
+  ASSERT_EQ(all.layers.size(), s.num_steps());
+  double sum = 0;
+  for (const predict::LayerPrediction& L : all.layers) {
+    EXPECT_EQ(L.source, "exact") << L.name;
+    const opdb::OpKey k = opdb::op_key(s.graph(), s.step_node(L.step));
+    auto r = db.find(k, L.algorithm, 1, "fp32", "reused", opdb::this_cpu(), opdb::this_isa(), JOULE_VERSION);
+    auto f = db.find(k, L.algorithm, 1, "fp32", "fresh", opdb::this_cpu(), opdb::this_isa(), JOULE_VERSION);
+    ASSERT_TRUE(r && f);
+    EXPECT_NEAR(L.latency_ms, std::sqrt(r->median_ms * f->median_ms), 1e-12);
+    ASSERT_TRUE(L.energy_j.has_value());
+    sum += L.latency_ms;
+  }
+  EXPECT_NEAR(all.latency_ms, sum, 1e-12);
+  EXPECT_DOUBLE_EQ(all.coverage_pct.at("exact"), 100.0);
+  EXPECT_EQ(all.to_json()["layers"].size(), s.num_steps());
+
+  // Leave the model's own rows out: no exact row, no regressor (too few rows): roofline bounds.
+  predict::PredictorOptions loo;
+  loo.exclude_origins = {"model:cnn"};
+  const predict::Prediction none = predict::Predictor(db, loo).predict(s, "cnn");
+  for (const predict::LayerPrediction& L : none.layers) {
+    EXPECT_EQ(L.source, "roofline") << L.name;
+    const double bound = 1e3 * std::max(L.flops / (profile::peak_gflops(1) * 1e9), L.bytes / (profile::peak_bandwidth_gbs(1) * 1e9));
+    EXPECT_NEAR(L.latency_ms, bound, 1e-12);
+  }
+
+  // A regressor on synthetic rows of an op type: time = bytes / 10 GB/s; an unseen size is
+  // predicted from it, not looked up.
+  for (int64_t n = 1024; n <= (int64_t{1} << 22); n = n * 5 / 4) {
+    db.put(row("Relu", n, 8.0 * n / 1e7, "reused"));
+    db.put(row("Relu", n, 8.0 * n / 1e7, "fresh"));
+  }
+  ir::Graph relu = joule::testing::GraphBuilder()
+                       .input("x", DType::Float32, {1, 3000 * 64})
+                       .node("Relu", {"x"}, {"y"})
+                       .output("y")
+                       .build();
+  api::Prepared rp = api::prepare(relu, api::PrepareOptions::with_threads(1));
+  const predict::Prediction m = predict::Predictor(db).predict(*rp.session, "relu");
+  ASSERT_EQ(m.layers.size(), 1u);
+  EXPECT_EQ(m.layers[0].source, "model");
+  const double truth = m.layers[0].bytes / 1e7;
+  EXPECT_NEAR(m.layers[0].latency_ms, truth, 0.3 * truth);
+  EXPECT_GT(m.training_rows.at("Relu"), 8);
+}
