@@ -12,7 +12,7 @@ TEST(OpdbCli, SweepAddPredictCoverageAndErrors) {
   const auto dir = joule::testing::scratch_dir("opdb_cli");
   const std::string db = (dir / "ops.sqlite").string(), cfg = (dir / "tiny.yaml").string();
   joule::write_file_atomic(cfg, "quick:\n  - op: Conv\n    channels: [8, 16]\n    size: 8\n  - op: Relu\n    channels: 8\n    size: [4, 8]\n");
-  const std::string fast = " --runs 3 --min-time 0 --db " + db;
+  const std::string fast = " --runs 3 --min-time 0 --sample-ms 0 --db " + db;
 
   auto r = run_joule("opdb sweep " + cfg + " --stage quick --format json" + fast);
   ASSERT_EQ(r.code, 0) << r.out;

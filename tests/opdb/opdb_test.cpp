@@ -62,6 +62,7 @@ opdb::CollectOptions fast_collect(const std::string& origin) {
   c.measure.runs = 3;
   c.measure.warmup = 1;
   c.measure.min_time_s = 0;
+  c.measure.sample_ms = 0;
   c.measure.retries = 0;
   c.origin = origin;
   return c;
@@ -174,6 +175,7 @@ TEST(OpdbMeasure, KeyIsolationAndBothRegimes) {
   opdb::MeasureOptions mo;
   mo.runs = 4;
   mo.min_time_s = 0;
+  mo.sample_ms = 0;
   mo.retries = 0;
   const std::vector<opdb::Row> rows = opdb::measure_node(s.graph(), *conv, "", mo);
   ASSERT_EQ(rows.size(), 2u);

@@ -66,6 +66,7 @@ opdb::CollectOptions collect_options(const OpdbOptions& o, profile::energy::Ener
   opdb::CollectOptions c;
   c.measure.warmup = o.warmup;
   c.measure.runs = o.runs;
+  c.measure.sample_ms = o.sample_ms;
   c.measure.min_time_s = o.min_time_s;
   c.measure.noisy_cv = o.noisy_cv;
   c.measure.regimes = o.regimes;

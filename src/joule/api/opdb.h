@@ -21,7 +21,8 @@ struct OpdbOptions {
   std::string db;                // "" = opdb::Store::default_path()
   std::vector<int> threads = {1};
   int warmup = 3;
-  int runs = 15;                 // timed calls per row, at least ...
+  int runs = 15;                 // samples per row, at least ...
+  double sample_ms = 10;         // each the mean of the calls that fill this long
   double min_time_s = 0.05;      // ... and at least this long
   double noisy_cv = 0.02;        // rows above are re-measured (twice), then flagged noisy
   std::vector<std::string> regimes = {"reused", "fresh"};

@@ -20,7 +20,10 @@ struct OpdbArgs {
 void add_measure_options(CLI::App& s, OpdbArgs& a) {
   s.add_option("--db", a.opt.db, "operator database (default $JOULE_OPDB or ~/.cache/joule/opdb.sqlite)");
   s.add_option("--threads", a.opt.threads, "thread counts, e.g. 1,2 (0: every core)")->delimiter(',')->capture_default_str();
-  s.add_option("--runs", a.opt.runs, "timed calls per row, at least")->check(CLI::PositiveNumber)->capture_default_str();
+  s.add_option("--runs", a.opt.runs, "samples per row, at least")->check(CLI::PositiveNumber)->capture_default_str();
+  s.add_option("--sample-ms", a.opt.sample_ms, "a sample is the mean of the calls filling this many ms")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   s.add_option("--min-time", a.opt.min_time_s, "and at least this many seconds per row")->capture_default_str();
   s.add_option("--regimes", a.opt.regimes, "cache regimes: reused (warm input), fresh (rotating inputs > LLC)")
       ->delimiter(',')

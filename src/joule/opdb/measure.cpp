@@ -17,7 +17,6 @@ namespace joule::opdb {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-constexpr double kSampleMs = 1.0;
 
 // Times the one node of a one-node session between its before/after callbacks, as the
 // profiler times layers inside a model.
@@ -175,9 +174,9 @@ std::vector<Row> measure_node(const ir::Graph& g, const ir::Node& n, const std::
         session.run(sets[call % k]);
         warm_ms = timer.ms;
       }
-      // A sample is the mean of `reps` calls lasting about kSampleMs together, so that the
-      // statistics describe the operator rather than the timer and the odd interrupt.
-      const int reps = std::clamp(static_cast<int>(kSampleMs / std::max(warm_ms, 1e-4)), 1, 1000);
+      // A sample is the mean of `reps` calls lasting about sample_ms together, so that the
+      // statistics describe the operator rather than the timer tick and the odd interrupt.
+      const int reps = std::clamp(static_cast<int>(o.sample_ms / std::max(warm_ms, 1e-4)), 1, 10000);
       std::vector<double> ms;
       double total_s = 0;
       while (static_cast<int>(ms.size()) < o.runs || total_s < o.min_time_s) {

@@ -21,7 +21,8 @@ namespace joule::opdb {
 struct MeasureOptions {
   int threads = 1;
   int warmup = 3;
-  int runs = 15;              // samples (each the mean of as many calls as fill ~1 ms), at least ...
+  int runs = 15;              // samples, at least ...
+  double sample_ms = 10;      // each the mean of as many calls as fill this long (at least one)
   double min_time_s = 0.05;   // ... and at least this long
   double noisy_cv = 0.02;     // a row above this CV is re-measured, then flagged noisy
   int retries = 2;            // re-measurements of a noisy row (the lowest CV is kept)
