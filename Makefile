@@ -6,7 +6,7 @@ MODEL_CACHE ?= $(HOME)/.cache/joule/models
 PY := /usr/bin/python3
 export JOULE_MODEL_DIR := $(MODEL_CACHE)
 
-.PHONY: all setup build test demo fixtures clean train-fashion bench-train zoo
+.PHONY: all setup build test demo fixtures clean train-fashion bench-train zoo opdb-bench
 
 all: build
 
@@ -49,6 +49,22 @@ zoo: build
 	$(PY) tools/zoo.py export $(ZOO_DIR) $(if $(ZOO_MODELS),--models $(ZOO_MODELS))
 	$(PY) tools/zoo.py check $(ZOO_DIR) $(BUILD)/joule --threads 1,2 --batch8 $(if $(ZOO_MODELS),--models $(ZOO_MODELS)) \
 	  $(if $(ZOO_OTHER),--other $(ZOO_OTHER))
+
+# The operator store built from the shipped quick sweep and the zoo's layers at 1 thread, then
+# each zoo model predicted and measured: leave-one-architecture-out, then with every row.
+OPDB_BENCH_DB ?= $(HOME)/.cache/joule/opdb_bench.sqlite
+OPDB_BENCH_MODELS ?= alexnet bert_encoder convnext_tiny densenet121 efficientnet_b0 googlenet inception_v3 mnasnet0_5 \
+  mobilenet_v2 mobilenet_v3_small regnet_x_400mf regnet_y_400mf resnet18 resnet50 resnext50_32x4d shufflenet_v2_x0_5 \
+  squeezenet1_0 swin_t vit_b_16
+opdb-bench: build
+	$(PY) tools/zoo.py export $(ZOO_DIR) --models $(shell echo $(OPDB_BENCH_MODELS) | tr ' ' ',')
+	rm -f $(OPDB_BENCH_DB)
+	$(BUILD)/joule opdb sweep --stage quick --threads 1 --db $(OPDB_BENCH_DB)
+	$(BUILD)/joule opdb add $(foreach m,$(OPDB_BENCH_MODELS),$(ZOO_DIR)/$(m)/model.onnx) --threads 1 --db $(OPDB_BENCH_DB)
+	$(BUILD)/joule predict $(foreach m,$(OPDB_BENCH_MODELS),$(ZOO_DIR)/$(m)/model.onnx) --validate --leave-one-out \
+	  --threads 1 --runs 20 --db $(OPDB_BENCH_DB)
+	$(BUILD)/joule predict $(foreach m,$(OPDB_BENCH_MODELS),$(ZOO_DIR)/$(m)/model.onnx) --validate \
+	  --threads 1 --runs 20 --db $(OPDB_BENCH_DB)
 
 clean:
 	rm -rf $(BUILD)

@@ -30,7 +30,7 @@ __all__ = [
     "AutoMpResult", "BadInput", "BenchResult", "CompareResult", "Error", "EvalResult", "Model", "Progress",
     "ProfileResult", "QuantizeResult", "DerivedModel", "Result", "SensitivityResult", "Session", "TrainResult",
     "Unsupported", "automp", "bench", "compare", "draw_graph", "energy_probe", "evaluate", "finetune", "gradients",
-    "info", "load", "profile", "qat", "quant_plan", "quantize", "sensitivity", "train", "training_graph",
+    "info", "load", "OpdbResult", "opdb_add", "opdb_sweep", "predict", "PredictResult", "profile", "qat", "quant_plan", "quantize", "sensitivity", "train", "training_graph",
     "__version__",
 ]
 
@@ -216,7 +216,7 @@ def _options(**kw: Any) -> dict:
     fn = opts.get("progress")
     if fn is not None:
         opts["progress"] = lambda stage, done, total, message: fn(Progress(stage, done, total, message))
-    for k in ("out_dir", "calib_cache", "algo_file", "tuning_cache", "energy_profile"):
+    for k in ("out_dir", "calib_cache", "algo_file", "tuning_cache", "energy_profile", "db"):
         if k in opts:
             opts[k] = os.fspath(opts[k])
     return opts
@@ -257,6 +257,61 @@ def bench(model: Model, inputs: Optional[Inputs] = None, *, threads: Optional[in
     return BenchResult(_joule.bench(model, **_options(
         inputs=inputs, threads=threads, warmup=warmup, runs=runs, passes=passes, int8=int8, algo=algo,
         algo_file=algo_file, tuning_cache=tuning_cache, progress=progress)))
+
+
+class OpdbResult(Result):
+    """What opdb_add / opdb_sweep measured: db, models (per model and threads: steps, distinct,
+    measured, already_in_store, skipped), rows in the store afterwards, seconds."""
+
+    db: str
+    models: list
+    rows: int
+
+
+class PredictResult(Result):
+    """A predicted model: latency_ms, energy_j and energy_source, layers (name, op_type, algorithm,
+    latency_ms, source: exact | model | roofline), coverage (time_pct and layers per source)."""
+
+    latency_ms: float
+    energy_j: Optional[float]
+    layers: list
+    coverage: dict
+
+
+def opdb_add(models: Union[Model, Sequence[Model]], *, db: Optional[str] = None,
+             threads: Union[int, Sequence[int], None] = None, warmup: Optional[int] = None,
+             runs: Optional[int] = None, sample_ms: Optional[float] = None, min_time: Optional[float] = None,
+             regimes: Optional[Sequence[str]] = None, energy: Optional[str] = None, force: Optional[bool] = None,
+             passes: Optional[str] = None, progress: Optional[ProgressFn] = None) -> OpdbResult:
+    """Measures every distinct layer of the models (after the passes) in isolation into the operator
+    database (default ~/.cache/joule/opdb.sqlite), in the reused and fresh cache regimes."""
+    ms = [models] if isinstance(models, Model) else list(models)
+    return OpdbResult(_joule.opdb_add(ms, **_options(
+        db=db, threads=threads, warmup=warmup, runs=runs, sample_ms=sample_ms, min_time=min_time, regimes=regimes,
+        energy=energy, force=force, passes=passes, progress=progress)))
+
+
+def opdb_sweep(config: Optional[str] = None, stage: str = "quick", *, db: Optional[str] = None,
+               threads: Union[int, Sequence[int], None] = None, warmup: Optional[int] = None,
+               runs: Optional[int] = None, sample_ms: Optional[float] = None, min_time: Optional[float] = None,
+               regimes: Optional[Sequence[str]] = None, energy: Optional[str] = None, force: Optional[bool] = None,
+               passes: Optional[str] = None, progress: Optional[ProgressFn] = None) -> OpdbResult:
+    """Measures the points of a sweep config (None: the shipped examples/opdb/default.yaml) for a
+    stage (sanity, quick, full) into the operator database."""
+    return OpdbResult(_joule.opdb_sweep(os.fspath(config) if config else "", stage, **_options(
+        db=db, threads=threads, warmup=warmup, runs=runs, sample_ms=sample_ms, min_time=min_time, regimes=regimes,
+        energy=energy, force=force, passes=passes, progress=progress)))
+
+
+def predict(model: Model, *, db: Optional[str] = None, threads: Optional[int] = None, batch: Optional[int] = None,
+            regime: Optional[str] = None, passes: Optional[str] = None, int8: Optional[str] = None,
+            exclude_origins: Optional[Sequence[str]] = None) -> PredictResult:
+    """Latency and energy predicted from the operator database, layer by layer over the plan
+    `joule run` would compile (threads default 1); exclude_origins=["model:NAME"] leaves rows only
+    that model's layers made out."""
+    return PredictResult(_joule.predict(model, **_options(
+        db=db, threads=threads, batch=batch, regime=regime, passes=passes, int8=int8,
+        exclude_origins=exclude_origins)))
 
 
 def profile(model: Model, inputs: Optional[Inputs] = None, *, threads: Union[int, Sequence[int], None] = None,

@@ -315,3 +315,25 @@ def test_stub_matches_the_compiled_module():
     assert (pathlib.Path(joule.__file__).parent / "py.typed").exists()
     for name in joule.__all__:
         assert hasattr(joule, name), name
+
+
+def test_opdb_and_predict_are_the_cli_s(model, tmp_path):
+    import joule
+    db = tmp_path / "ops.sqlite"
+    added = joule.opdb_add(model, db=db, threads=1, runs=2, sample_ms=0, min_time=0)
+    assert added.models[0]["measured"] == added.models[0]["distinct"] > 0
+    assert added.rows == 2 * added.models[0]["distinct"]  # reused and fresh
+    again = joule.opdb_add([model], db=db, threads=1, runs=2, sample_ms=0, min_time=0)
+    assert again.models[0]["measured"] == 0
+    p = joule.predict(model, db=db)
+    assert p.coverage["exact"]["time_pct"] == pytest.approx(100.0)
+    assert abs(sum(l["latency_ms"] for l in p.layers) - p.latency_ms) < 1e-9
+    _, out, _ = joule_cli("predict", "default", "--db", db, "--format", "json")
+    assert json.loads(out) == json.loads(p.to_json())
+    # Without the model's own rows nothing is exact.
+    loo = joule.predict(model, db=db, exclude_origins=["model:fashion_cnn"])
+    assert loo.coverage["exact"]["layers"] == 0
+    with pytest.raises(joule.BadInput, match="no operator database"):
+        joule.predict(model, db=tmp_path / "missing.sqlite")
+    with pytest.raises(TypeError, match="wrong type|unexpected"):
+        joule.predict(model, db=db, threads="many")

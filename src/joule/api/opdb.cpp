@@ -121,7 +121,7 @@ OpdbReport opdb_add(const std::vector<Model>& models, const OpdbOptions& o, cons
       const Model m = with_static_inputs(m0, std::nullopt);
       c.origin = origin_of(m0);
       Prepared p = prepare(m, prepare_options(t, o.passes, o.algo));
-      OpdbModelReport mr{m.name(), c.origin, p.session->threads(), {}};
+      OpdbModelReport mr{c.origin.substr(6), c.origin, p.session->threads(), {}};
       mr.stats = opdb::collect_session(*p.session, db, c, nullptr, [&](size_t done, size_t total, const std::string& what) {
         hooks.report("measuring", done, total,
                      fmt::format("{} ({} thread{}): [{}/{}] {}", m.name(), mr.threads, mr.threads == 1 ? "" : "s", done,
@@ -256,7 +256,7 @@ predict::Prediction predict_model(const Model& m, const PredictOptions& o) {
   opdb::Store db(p);
   auto session = compile(m, o);
   predict::Predictor pr(db, o.predictor);
-  return pr.predict(*session, m.name());
+  return pr.predict(*session, origin_of(m).substr(6));  // the zoo's folder/model.onnx: the folder
 }
 
 nlohmann::json CoverageReport::to_json() const {

@@ -15,6 +15,7 @@
 #include "joule/api/energy.h"
 #include "joule/api/evaluate.h"
 #include "joule/api/info.h"
+#include "joule/api/opdb.h"
 #include "joule/api/profile.h"
 #include "joule/api/quantize.h"
 #include "joule/api/run.h"
@@ -312,6 +313,52 @@ PYBIND11_MODULE(_joule, m) {
     py::object progress = k.take("progress");
     k.finish();
     return dump(without_gil(progress, [&](const api::Hooks& h) { return api::bench(model, o, h); }).to_json());
+  }, py::arg("model"));
+
+  // The operator cost database (joule opdb add / sweep) and prediction (joule predict).
+  auto opdb_options = [](Kwargs& k, api::OpdbOptions& o) {
+    k.get("db", o.db);
+    if (py::object t = k.take("threads"); !t.is_none())
+      o.threads = py::isinstance<py::int_>(t) ? std::vector<int>{t.cast<int>()} : t.cast<std::vector<int>>();
+    k.get("warmup", o.warmup);
+    k.get("runs", o.runs);
+    k.get("sample_ms", o.sample_ms);
+    k.get("min_time", o.min_time_s);
+    k.strings("regimes", o.regimes);
+    k.get("energy", o.energy);
+    k.get("force", o.force);
+    k.get("passes", o.passes);
+  };
+  m.def("opdb_add", [opdb_options](const std::vector<api::Model>& models, py::kwargs kw) {
+    Kwargs k("opdb_add", kw);
+    api::OpdbOptions o;
+    opdb_options(k, o);
+    py::object progress = k.take("progress");
+    k.finish();
+    return dump(without_gil(progress, [&](const api::Hooks& h) { return api::opdb_add(models, o, h); }).to_json());
+  }, py::arg("models"));
+  m.def("opdb_sweep", [opdb_options](const std::string& config, const std::string& stage, py::kwargs kw) {
+    Kwargs k("opdb_sweep", kw);
+    api::OpdbOptions o;
+    opdb_options(k, o);
+    py::object progress = k.take("progress");
+    k.finish();
+    return dump(without_gil(progress, [&](const api::Hooks& h) { return api::opdb_sweep(config, stage, o, h); }).to_json());
+  }, py::arg("config"), py::arg("stage"));
+  m.def("predict", [](const api::Model& model, py::kwargs kw) {
+    Kwargs k("predict", kw);
+    api::PredictOptions o;
+    k.get("db", o.db);
+    k.get("threads", o.threads);
+    int64_t batch = 0;
+    k.get("batch", batch);
+    if (batch > 0) o.batch = batch;
+    k.get("regime", o.predictor.regime);
+    k.get("passes", o.passes);
+    k.get("int8", o.int8);
+    k.strings("exclude_origins", o.predictor.exclude_origins);
+    k.finish();
+    return dump(without_gil(py::none(), [&](const api::Hooks&) { return api::predict_model(model, o); }).to_json());
   }, py::arg("model"));
 
   m.def("profile", [](const api::Model& model, py::kwargs kw) {
