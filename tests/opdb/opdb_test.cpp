@@ -189,6 +189,10 @@ TEST(OpdbMeasure, KeyIsolationAndBothRegimes) {
     EXPECT_GT(r.bytes, 4.0 * (8 * 16 * 16 + 16 * 16 * 16));
     EXPECT_EQ(r.op.text(), k.text());
   }
+  // An algorithm asked for is the one measured.
+  const std::vector<opdb::Row> ref = opdb::measure_node(s.graph(), *conv, "reference", mo);
+  EXPECT_EQ(ref[0].algorithm, "reference");
+  EXPECT_EQ(ref[0].op.text(), k.text());
   EXPECT_THROW(opdb::measure_node(s.graph(), *conv, "", [] {
     opdb::MeasureOptions bad;
     bad.regimes = {"tepid"};

@@ -19,17 +19,20 @@ void CollectStats::add(const CollectStats& o) {
 }
 
 namespace {
-// Keeps copies of the inputs each wanted step received in one run.
+// Keeps copies of the non-constant inputs each wanted step received in one run, in order.
 class Capture : public runtime::Observer {
  public:
-  explicit Capture(std::map<size_t, std::vector<Tensor>>& want) : want_(want) {}
-  void before_node(size_t step, const ir::Node&, const std::vector<const Tensor*>& inputs) override {
+  Capture(const ir::Graph& g, std::map<size_t, std::vector<Tensor>>& want) : g_(g), want_(want) {}
+  void before_node(size_t step, const ir::Node& n, const std::vector<const Tensor*>& inputs) override {
     auto it = want_.find(step);
     if (it == want_.end()) return;
-    for (const Tensor* t : inputs) it->second.push_back(t ? t->clone() : Tensor());
+    for (size_t j = 0; j < inputs.size() && j < n.inputs.size(); ++j)
+      if (!n.inputs[j].empty() && !g_.is_initializer(n.inputs[j]))
+        it->second.push_back(inputs[j] ? inputs[j]->clone() : Tensor());
   }
 
  private:
+  const ir::Graph& g_;
   std::map<size_t, std::vector<Tensor>>& want_;
 };
 
@@ -75,7 +78,7 @@ CollectStats collect_session(runtime::Session& s, Store& db, const CollectOption
   {
     runtime::TensorMap random;
     if (!inputs) random = runtime::random_inputs(s, 0);
-    Capture cap(captured);
+    Capture cap(g, captured);
     s.add_observer(&cap);
     s.run(inputs ? *inputs : random);
     s.clear_observers();
@@ -84,12 +87,8 @@ CollectStats collect_session(runtime::Session& s, Store& db, const CollectOption
   for (size_t i : todo) {
     const ir::Node& n = s.step_node(i);
     if (progress) progress(done, todo.size(), n.name + " (" + n.op_type + ")");
-    std::vector<Tensor> node_inputs;
-    const std::vector<Tensor>& all = captured[i];
-    for (size_t j = 0; j < n.inputs.size() && j < all.size(); ++j)
-      if (!n.inputs[j].empty() && !g.is_initializer(n.inputs[j])) node_inputs.push_back(all[j]);
     try {
-      std::vector<Row> rows = measure_node(g, n, "", mo, node_inputs);
+      std::vector<Row> rows = measure_node(g, n, "", mo, captured[i]);
       Store::Transaction t(db);
       for (Row& r : rows) {
         if (!o.origin.empty()) r.origins.push_back(o.origin);

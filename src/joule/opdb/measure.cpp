@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
-#include <thread>
 
 #include "joule/core/error.h"
 #include "joule/passes/annotate_costs.h"

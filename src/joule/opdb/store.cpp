@@ -78,6 +78,20 @@ class Stmt {
   std::string path_;
 };
 
+// Binds a row's key (op_key, algorithm, threads, precision, regime, cpu, isa, joule_version) to
+// parameters ?at .. ?at+7, in the order of the UNIQUE constraint.
+Stmt& bind_key(Stmt& s, int at, const OpKey& op, const std::string& algorithm, int threads, const std::string& precision,
+               const std::string& regime, const std::string& cpu, const std::string& isa, const std::string& version) {
+  return s.text(at, op.text())
+      .text(at + 1, algorithm)
+      .integer(at + 2, threads)
+      .text(at + 3, precision)
+      .text(at + 4, regime)
+      .text(at + 5, cpu)
+      .text(at + 6, isa)
+      .text(at + 7, version);
+}
+
 const char* kColumns =
     "id, op_type, attrs, inputs, outputs, algorithm, threads, precision, regime, cpu, isa, joule_version, "
     "median_ms, trimmed_mean_ms, std_ms, cv, runs, noisy, flops, bytes, energy_j, energy_source, mode, timestamp";
@@ -217,8 +231,8 @@ void Store::Transaction::commit() {
 
 void Store::put(const Row& r) {
   Stmt s(db_,
-         "INSERT INTO measurements(op_key, op_type, attrs, inputs, outputs, algorithm, threads, precision, regime, cpu, "
-         "isa, joule_version, median_ms, trimmed_mean_ms, std_ms, cv, runs, noisy, flops, bytes, energy_j, "
+         "INSERT INTO measurements(op_key, algorithm, threads, precision, regime, cpu, isa, joule_version, op_type, "
+         "attrs, inputs, outputs, median_ms, trimmed_mean_ms, std_ms, cv, runs, noisy, flops, bytes, energy_j, "
          "energy_source, mode, timestamp) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,"
          "?20,?21,?22,?23,?24) ON CONFLICT(op_key, algorithm, threads, precision, regime, cpu, isa, joule_version) DO "
          "UPDATE SET outputs=excluded.outputs, median_ms=excluded.median_ms, trimmed_mean_ms=excluded.trimmed_mean_ms, "
@@ -226,18 +240,11 @@ void Store::put(const Row& r) {
          "bytes=excluded.bytes, energy_j=excluded.energy_j, energy_source=excluded.energy_source, mode=excluded.mode, "
          "timestamp=excluded.timestamp",
          path_);
-  s.text(1, r.op.text())
-      .text(2, r.op.op_type)
-      .text(3, r.op.attrs.dump())
-      .text(4, nlohmann::json(r.op.inputs).dump())
-      .text(5, nlohmann::json(r.op.outputs).dump())
-      .text(6, r.algorithm)
-      .integer(7, r.threads)
-      .text(8, r.precision)
-      .text(9, r.regime)
-      .text(10, r.cpu)
-      .text(11, r.isa)
-      .text(12, r.joule_version)
+  bind_key(s, 1, r.op, r.algorithm, r.threads, r.precision, r.regime, r.cpu, r.isa, r.joule_version)
+      .text(9, r.op.op_type)
+      .text(10, r.op.attrs.dump())
+      .text(11, nlohmann::json(r.op.inputs).dump())
+      .text(12, nlohmann::json(r.op.outputs).dump())
       .num(13, r.median_ms)
       .num(14, r.trimmed_mean_ms)
       .num(15, r.std_ms)
@@ -262,15 +269,7 @@ void Store::add_origin(const Row& r, const std::string& origin) {
          "INSERT OR IGNORE INTO origins(measurement_id, origin) SELECT id, ?1 FROM measurements WHERE op_key=?2 AND "
          "algorithm=?3 AND threads=?4 AND precision=?5 AND regime=?6 AND cpu=?7 AND isa=?8 AND joule_version=?9",
          path_);
-  s.text(1, origin)
-      .text(2, r.op.text())
-      .text(3, r.algorithm)
-      .integer(4, r.threads)
-      .text(5, r.precision)
-      .text(6, r.regime)
-      .text(7, r.cpu)
-      .text(8, r.isa)
-      .text(9, r.joule_version);
+  bind_key(s.text(1, origin), 2, r.op, r.algorithm, r.threads, r.precision, r.regime, r.cpu, r.isa, r.joule_version);
   s.step();
 }
 
@@ -290,8 +289,7 @@ std::optional<Row> Store::find(const OpKey& op, const std::string& algorithm, in
              " FROM measurements WHERE op_key=?1 AND algorithm=?2 AND threads=?3 AND precision=?4 AND regime=?5 AND "
              "cpu=?6 AND isa=?7 AND joule_version=?8",
          path_);
-  s.text(1, op.text()).text(2, algorithm).integer(3, threads).text(4, precision).text(5, regime).text(6, cpu);
-  s.text(7, isa).text(8, joule_version);
+  bind_key(s, 1, op, algorithm, threads, precision, regime, cpu, isa, joule_version);
   if (!s.step()) return std::nullopt;
   Row r = read_row(s);
   load_origins(db_, path_, s.col_int(0), r);

@@ -35,7 +35,7 @@ struct Row {
   std::string algorithm;            // the kernel that ran ("reference" = the scalar oracle)
   int threads = 1;
   std::string precision = "fp32";   // fp32 | bf16 | int8
-  std::string regime = "reused";    // reused (warm input) | fresh (rotating inputs > LLC) | in_model
+  std::string regime = "reused";    // reused (warm input) | fresh (rotating inputs > LLC)
   std::string cpu, isa, joule_version;
   // Statistics of the per-call time (ms), as profile::Stats computes them.
   double median_ms = 0, trimmed_mean_ms = 0, std_ms = 0, cv = 0;
@@ -44,7 +44,7 @@ struct Row {
   double flops = 0, bytes = 0;
   std::optional<double> energy_j;   // per call
   std::string energy_source;        // "rapl", "estimate:<profile>", ... ("" when none)
-  std::string mode = "isolated";    // isolated (one-node graph) | in-model (profiler's per-layer time)
+  std::string mode = "isolated";    // isolated: a one-node graph (the only mode written so far)
   std::string timestamp;            // ISO 8601 UTC; filled by put() when empty
   std::vector<std::string> origins; // where the row came from (merged on put)
 };

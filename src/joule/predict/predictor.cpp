@@ -104,7 +104,7 @@ Predictor::Predictor(const opdb::Store& db, PredictorOptions o) : impl_(std::mak
   f.joule_version = JOULE_VERSION;
   f.exclude_origins = impl_->o.exclude_origins;
   for (opdb::Row& r : db.rows(f)) {
-    if (r.regime != "reused" && r.regime != "fresh") continue;  // in-model rows: not isolated
+    if (r.regime != "reused" && r.regime != "fresh") continue;  // only the isolated regimes are blended
     Entry& e = impl_->entries[id_of(r.op, r.algorithm, r.threads, r.precision)];
     e.key = r.op;
     e.algorithm = r.algorithm;
@@ -154,7 +154,7 @@ Prediction Predictor::predict(const runtime::Session& s, const std::string& mode
     L.bytes = c.value("bytes", 0.0);
     const std::string precision = opdb::precision_of(key);
     precisions.insert(precision);
-    auto it = im.o.use_exact ? im.entries.find(id_of(key, L.algorithm, p.threads, precision)) : im.entries.end();
+    auto it = im.entries.find(id_of(key, L.algorithm, p.threads, precision));
     if (it != im.entries.end() && std::isfinite(im.value(it->second))) {
       L.source = "exact";
       L.latency_ms = im.value(it->second);

@@ -48,7 +48,6 @@ struct PredictorOptions {
   std::string regime = "mid";  // reused | fresh | mid
   std::vector<std::string> exclude_origins;  // leave-one-out: hide rows only these origins made
   int min_rows = 8;            // fewer rows of an op type: roofline instead of a regressor
-  bool use_exact = true;       // false: every layer from the regressor (validation of the regressor)
 };
 
 class Predictor {
