@@ -1,13 +1,11 @@
 #include "joule/opdb/measure.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 
 #include "joule/core/error.h"
 #include "joule/passes/annotate_costs.h"
+#include "joule/profile/cpu_peak.h"
 #include "joule/profile/energy/energy_meter.h"
 #include "joule/profile/stats.h"
 #include "joule/runtime/session.h"
@@ -45,25 +43,6 @@ void fill_normal(Tensor& t, uint32_t seed) {
   }
 }
 }  // namespace
-
-size_t last_level_cache_bytes() {
-  size_t best = 0;
-  for (int i = 0; i < 8; ++i) {
-    std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/size");
-    std::string s;
-    if (!(f >> s) || s.empty()) continue;
-    size_t v = std::stoull(s);
-    const char u = s.back();
-    if (u == 'K') v <<= 10;
-    if (u == 'M') v <<= 20;
-    best = std::max(best, v);
-  }
-  if (best == 0) {
-    const long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    best = v > 0 ? static_cast<size_t>(v) : size_t(32) << 20;
-  }
-  return best;
-}
 
 OpKey op_key(const ir::Graph& g, const ir::Node& n) {
   OpKey k;
@@ -158,7 +137,7 @@ std::vector<Row> measure_node(const ir::Graph& g, const ir::Node& n, const std::
     JOULE_CHECK(regime == "reused" || regime == "fresh", "unknown cache regime '" + regime + "' (reused, fresh)");
     size_t k = 1;
     if (regime == "fresh" && in_bytes > 0)
-      k = std::clamp<size_t>((3 * last_level_cache_bytes() / 2 + in_bytes - 1) / in_bytes, 2, 256);
+      k = std::clamp<size_t>((3 * profile::last_level_cache().bytes / 2 + in_bytes - 1) / in_bytes, 2, 256);
     while (sets.size() < k) {
       runtime::TensorMap copy;
       for (auto& [name, t] : sets[0]) copy[name] = t.clone();

@@ -48,7 +48,4 @@ ir::Graph isolate(const ir::Graph& g, const ir::Node& n);
 std::vector<Row> measure_node(const ir::Graph& g, const ir::Node& n, const std::string& algorithm,
                               const MeasureOptions& o, const std::vector<Tensor>& inputs = {});
 
-// Bytes of the last-level cache (sysfs; 32 MiB when unknown).
-size_t last_level_cache_bytes();
-
 }  // namespace joule::opdb

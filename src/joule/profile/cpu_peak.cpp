@@ -176,10 +176,6 @@ double fma_gflops(int threads, bool& disturbed) {
 }
 
 // The last-level cache of cpu0 and how many of them this machine has (one per socket, CCX...).
-struct Llc {
-  size_t bytes = 0;
-  int instances = 1;
-};
 
 int count_cpus(const std::string& list) {  // "0-7,96-103" -> 16
   std::stringstream ss(list);
@@ -192,6 +188,8 @@ int count_cpus(const std::string& list) {  // "0-7,96-103" -> 16
   }
   return std::max(1, n);
 }
+
+}  // namespace
 
 Llc last_level_cache() {
   Llc llc;
@@ -220,6 +218,8 @@ Llc last_level_cache() {
   }
   return llc;
 }
+
+namespace {
 
 using v2u = uint64_t __attribute__((vector_size(16), aligned(8), may_alias));  // SSE2: every x86-64
 constexpr size_t kBlock = (size_t{1} << 20) / sizeof(uint64_t);  // words read between clock reads

@@ -46,4 +46,12 @@ double peak_gflops(int threads);         // of cpu_peak()
 double peak_bandwidth_gbs(int threads);  // of cpu_peak()
 nlohmann::json to_json(const CpuPeak& p, int threads);
 
+// The last-level cache of cpu0 from sysfs: its size and how many of it the online CPUs have
+// (sysconf, then 16 MiB, when sysfs says nothing).
+struct Llc {
+  size_t bytes = 0;
+  int instances = 1;
+};
+Llc last_level_cache();
+
 }  // namespace joule::profile
