@@ -20,6 +20,14 @@ using Clock = std::chrono::steady_clock;
 
 std::string store_path(const std::string& db) { return db.empty() ? opdb::Store::default_path() : db; }
 
+// The path of a store that must already exist (reading commands do not create an empty one).
+std::string existing_store(const std::string& db) {
+  const std::string p = store_path(db);
+  if (!std::filesystem::exists(p))
+    fail(p + ": no operator database there (fill one with joule opdb sweep or joule opdb add)");
+  return p;
+}
+
 // Symbolic dims of the inputs resolved: dim 0 to `batch` (1 when not given); BadInput when
 // another dim is symbolic.
 Model with_static_inputs(const Model& m, std::optional<int64_t> batch) {
@@ -182,8 +190,7 @@ OpdbReport opdb_sweep(const std::string& config, const std::string& stage, const
 }
 
 nlohmann::json opdb_stats(const std::string& path) {
-  const std::string p = store_path(path);
-  if (!std::filesystem::exists(p)) fail(p + ": no operator database there (fill one with joule opdb sweep or add)");
+  const std::string p = existing_store(path);
   opdb::Store db(p);
   std::map<std::string, int> by_type, by_regime, by_origin, by_threads, cpus, versions, by_mode;
   int noisy = 0;
@@ -215,8 +222,7 @@ nlohmann::json opdb_stats(const std::string& path) {
 }
 
 std::string opdb_export_csv(const std::string& path) {
-  const std::string p = store_path(path);
-  if (!std::filesystem::exists(p)) fail(p + ": no operator database there");
+  const std::string p = existing_store(path);
   opdb::Store db(p);
   std::string out = profile::csv_line({"op_type", "attrs", "inputs", "outputs", "algorithm", "threads", "precision",
                                        "regime", "cpu", "isa", "joule_version", "median_ms", "trimmed_mean_ms",
@@ -250,10 +256,7 @@ std::unique_ptr<runtime::Session> compile(const Model& m, const PredictOptions& 
 predict::Prediction predict_model(const Model& m, const PredictOptions& o) {
   JOULE_CHECK(o.threads >= 0, "threads: " + std::to_string(o.threads) + " is negative (0: every core)");
   JOULE_CHECK(!o.batch || *o.batch > 0, "batch must be positive");
-  const std::string p = store_path(o.db);
-  if (!std::filesystem::exists(p))
-    fail(p + ": no operator database there (fill one with joule opdb sweep or joule opdb add)");
-  opdb::Store db(p);
+  opdb::Store db(existing_store(o.db));
   auto session = compile(m, o);
   predict::Predictor pr(db, o.predictor);
   return pr.predict(*session, origin_of(m).substr(6));  // the zoo's folder/model.onnx: the folder
@@ -310,9 +313,7 @@ nlohmann::json ValidationReport::to_json() const {
 ValidationReport validate_predictions(const std::vector<Model>& models, const PredictOptions& o, int runs,
                                       bool leave_one_out, const Hooks& hooks) {
   JOULE_CHECK(runs >= 1, "runs: " + std::to_string(runs) + " (at least 1)");
-  const std::string p = store_path(o.db);
-  if (!std::filesystem::exists(p)) fail(p + ": no operator database there");
-  opdb::Store db(p);
+  opdb::Store db(existing_store(o.db));
   ValidationReport r;
   r.leave_one_out = leave_one_out;
   std::vector<double> errs;
