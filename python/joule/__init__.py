@@ -284,7 +284,7 @@ def opdb_add(models: Union[Model, Sequence[Model]], *, db: Optional[str] = None,
              regimes: Optional[Sequence[str]] = None, energy: Optional[str] = None, force: Optional[bool] = None,
              passes: Optional[str] = None, progress: Optional[ProgressFn] = None) -> OpdbResult:
     """Measures every distinct layer of the models (after the passes) in isolation into the operator
-    database (default ~/.cache/joule/opdb.sqlite), in the reused and fresh cache regimes."""
+    database (default ~/.cache/joule/opdb.sqlite), in the reused, fresh and cold cache regimes."""
     ms = [models] if isinstance(models, Model) else list(models)
     return OpdbResult(_joule.opdb_add(ms, **_options(
         db=db, threads=threads, warmup=warmup, runs=runs, sample_ms=sample_ms, min_time=min_time, regimes=regimes,

@@ -1,6 +1,8 @@
 // joule opdb (sweep, add, stats, export, coverage) and joule predict, as a user runs them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_util.h"
@@ -54,12 +56,28 @@ TEST(OpdbCli, SweepAddPredictCoverageAndErrors) {
   ASSERT_EQ(r.code, 0);
   EXPECT_EQ(r.out.rfind("op_type,attrs,inputs", 0), 0u);
 
-  // Validation measures the model and compares.
-  r = run_joule("predict default --validate --runs 3 --format json --db " + db);
+  // Validation measures the model in rounds and compares with the best.
+  r = run_joule("predict default --validate --runs 3 --min-time 0 --rounds 2 --format json --db " + db);
   ASSERT_EQ(r.code, 0) << r.out;
   j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["models"].size(), 1u);
-  EXPECT_GT(j["models"][0]["measured_ms"].get<double>(), 0);
+  EXPECT_EQ(j["rounds"], 2);
+  const auto& v = j["models"][0];
+  ASSERT_EQ(v["round_ms"].size(), 2u);
+  EXPECT_GT(v["measured_ms"].get<double>(), 0);
+  EXPECT_DOUBLE_EQ(v["measured_ms"].get<double>(),
+                   std::min(v["round_ms"][0].get<double>(), v["round_ms"][1].get<double>()));
+
+  // The profiler appends what it measured inside the model, one row per distinct layer.
+  r = run_joule("profile default --threads 1 --runs 3 --warmup 1 --format json --opdb " + db);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_GT(nlohmann::json::parse(r.out)["opdb_rows"].get<int>(), 3);
+  r = run_joule("opdb stats --format json --db " + db);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_GT(nlohmann::json::parse(r.out)["regimes"]["in-model"].get<int>(), 3);
+  r = run_joule("profile default --threads 1 --batch 1,2 --opdb " + db);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--opdb records one configuration"), std::string::npos) << r.out;
 
   // Errors: one line, exit 2.
   r = run_joule("predict default --db " + (dir / "missing.sqlite").string());

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -150,7 +151,7 @@ TEST(OpdbStore, RefusesOtherDatabasesAndNewerSchemas) {
   EXPECT_THROW(opdb::Store((dir / "text.sqlite").string()), Error);
 }
 
-TEST(OpdbMeasure, KeyIsolationAndBothRegimes) {
+TEST(OpdbMeasure, KeyIsolationAndTheRegimes) {
   ir::Graph g = small_cnn();
   api::Prepared p = api::prepare(g, api::PrepareOptions::with_threads(1));
   const runtime::Session& s = *p.session;
@@ -178,9 +179,10 @@ TEST(OpdbMeasure, KeyIsolationAndBothRegimes) {
   mo.sample_ms = 0;
   mo.retries = 0;
   const std::vector<opdb::Row> rows = opdb::measure_node(s.graph(), *conv, "", mo);
-  ASSERT_EQ(rows.size(), 2u);
+  ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[0].regime, "reused");
   EXPECT_EQ(rows[1].regime, "fresh");
+  EXPECT_EQ(rows[2].regime, "cold");  // caches flushed before each call: weights from memory
   for (const opdb::Row& r : rows) {
     EXPECT_EQ(r.algorithm, conv->meta["software"].value("algorithm", "?"));
     EXPECT_GT(r.median_ms, 0);
@@ -189,6 +191,19 @@ TEST(OpdbMeasure, KeyIsolationAndBothRegimes) {
     EXPECT_GT(r.bytes, 4.0 * (8 * 16 * 16 + 16 * 16 * 16));
     EXPECT_EQ(r.op.text(), k.text());
   }
+  // A node without weights has no cold regime.
+  const ir::Node* free = nullptr;
+  for (size_t i = 0; i < s.num_steps(); ++i) {
+    const ir::Node& n = s.step_node(i);
+    if (std::none_of(n.inputs.begin(), n.inputs.end(), [&](auto& in) { return s.graph().is_initializer(in); }))
+      free = &n;
+  }
+  ASSERT_NE(free, nullptr);
+  EXPECT_TRUE(opdb::regime_applies("cold", s.graph(), *conv));
+  EXPECT_FALSE(opdb::regime_applies("cold", s.graph(), *free));
+  const std::vector<opdb::Row> free_rows = opdb::measure_node(s.graph(), *free, "", mo);
+  ASSERT_EQ(free_rows.size(), 2u);
+  EXPECT_EQ(free_rows[1].regime, "fresh");
   // An algorithm asked for is the one measured.
   const std::vector<opdb::Row> ref = opdb::measure_node(s.graph(), *conv, "reference", mo);
   EXPECT_EQ(ref[0].algorithm, "reference");
@@ -208,8 +223,10 @@ TEST(OpdbCollect, MeasuresDistinctNodesOnceAndRecordsOrigins) {
   EXPECT_EQ(a.steps, p.session->num_steps());
   EXPECT_EQ(a.measured + a.skipped.size(), a.distinct);
   EXPECT_TRUE(a.skipped.empty()) << a.skipped[0];
-  EXPECT_EQ(db.count(), 2 * a.measured);
-  // The same model again under another name: nothing measured, every row gains the origin.
+  EXPECT_GT(db.count(), 2 * a.measured);  // reused and fresh, and cold for the nodes with weights
+  EXPECT_LT(db.count(), 3 * a.measured);
+  // The same model again under another name: nothing measured (no cold row is missing from a
+  // node without weights), every row gains the origin.
   opdb::CollectStats b = opdb::collect_session(*p.session, db, fast_collect("model:b"));
   EXPECT_EQ(b.measured, 0u);
   EXPECT_EQ(b.known, a.distinct);
@@ -260,8 +277,10 @@ TEST(Predictor, ExactRowsThenRegressorThenRoofline) {
   const runtime::Session& s = *p.session;
   opdb::collect_session(*p.session, db, fast_collect("model:cnn"));
 
-  // Every layer exact, at the geometric mean of its two regimes.
-  predict::Predictor pr(db);
+  // Every layer exact, at the geometric mean of its warm and cold-input regimes (mid).
+  predict::PredictorOptions mid;
+  mid.regime = "mid";
+  predict::Predictor pr(db, mid);
   const predict::Prediction all = pr.predict(s, "cnn");
   ASSERT_EQ(all.layers.size(), s.num_steps());
   double sum = 0;
@@ -278,6 +297,37 @@ TEST(Predictor, ExactRowsThenRegressorThenRoofline) {
   EXPECT_NEAR(all.latency_ms, sum, 1e-12);
   EXPECT_DOUBLE_EQ(all.coverage_pct.at("exact"), 100.0);
   EXPECT_EQ(all.to_json()["layers"].size(), s.num_steps());
+
+  // auto: warm times while the weights fit in the cache; with a cache too small for them,
+  // each layer with weights adds what the cold regime adds, at most twice its weights' read.
+  const predict::Prediction warm = predict::Predictor(db).predict(s, "cnn");
+  EXPECT_EQ(warm.regime, "auto");
+  EXPECT_GT(warm.weight_bytes, 4.0 * 16 * 8 * 9);
+  EXPECT_EQ(warm.cold_share, 0);
+  predict::PredictorOptions tiny;
+  tiny.llc_bytes = warm.weight_bytes / 4;
+  const predict::Prediction cold = predict::Predictor(db, tiny).predict(s, "cnn");
+  EXPECT_EQ(cold.cold_share, 1);
+  const double bw = profile::peak_bandwidth_gbs(1) * 1e9;
+  bool raised = false;
+  for (size_t i = 0; i < s.num_steps(); ++i) {
+    const opdb::OpKey k = opdb::op_key(s.graph(), s.step_node(i));
+    const std::string algo = warm.layers[i].algorithm;
+    auto r = db.find(k, algo, 1, "fp32", "reused", opdb::this_cpu(), opdb::this_isa(), JOULE_VERSION);
+    auto c = db.find(k, algo, 1, "fp32", "cold", opdb::this_cpu(), opdb::this_isa(), JOULE_VERSION);
+    ASSERT_TRUE(r);
+    EXPECT_DOUBLE_EQ(warm.layers[i].latency_ms, r->median_ms);
+    EXPECT_EQ(c.has_value(), warm.layers[i].weight_bytes > 0);
+    const double expect =
+        c ? r->median_ms + std::clamp(c->median_ms - r->median_ms, 0.0, 2e3 * warm.layers[i].weight_bytes / bw)
+          : r->median_ms;
+    EXPECT_NEAR(cold.layers[i].latency_ms, expect, 1e-12) << cold.layers[i].name;
+    raised = raised || cold.layers[i].latency_ms > warm.layers[i].latency_ms;
+  }
+  EXPECT_TRUE(raised);
+  EXPECT_DOUBLE_EQ(predict::cold_share(1e6, 8e6), 0);
+  EXPECT_DOUBLE_EQ(predict::cold_share(4e6, 8e6), 0.5);
+  EXPECT_DOUBLE_EQ(predict::cold_share(7e6, 8e6), 1);
 
   // Leave the model's own rows out: no exact row, no regressor (too few rows): roofline bounds.
   predict::PredictorOptions loo;

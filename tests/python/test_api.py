@@ -322,7 +322,8 @@ def test_opdb_and_predict_are_the_cli_s(model, tmp_path):
     db = tmp_path / "ops.sqlite"
     added = joule.opdb_add(model, db=db, threads=1, runs=2, sample_ms=0, min_time=0)
     assert added.models[0]["measured"] == added.models[0]["distinct"] > 0
-    assert added.rows == 2 * added.models[0]["distinct"]  # reused and fresh
+    # reused and fresh for every layer, cold for the layers with weights
+    assert 2 * added.models[0]["distinct"] < added.rows < 3 * added.models[0]["distinct"]
     again = joule.opdb_add([model], db=db, threads=1, runs=2, sample_ms=0, min_time=0)
     assert again.models[0]["measured"] == 0
     p = joule.predict(model, db=db)

@@ -69,7 +69,7 @@ std::unique_ptr<profile::energy::EnergyMeter> open_energy(const std::string& kin
 
 opdb::CollectOptions collect_options(const OpdbOptions& o, profile::energy::EnergyMeter* meter, const Hooks& hooks) {
   JOULE_CHECK(o.runs >= 1, "runs: " + std::to_string(o.runs) + " (at least 1)");
-  JOULE_CHECK(!o.regimes.empty(), "no cache regime to measure (reused, fresh)");
+  JOULE_CHECK(!o.regimes.empty(), "no cache regime to measure (reused, fresh, cold)");
   for (int t : o.threads) JOULE_CHECK(t >= 0, "threads: " + std::to_string(t) + " is negative (0: every core)");
   opdb::CollectOptions c;
   c.measure.warmup = o.warmup;
@@ -189,6 +189,47 @@ OpdbReport opdb_sweep(const std::string& config, const std::string& stage, const
   return r;
 }
 
+size_t opdb_record_profile(const Model& m0, const profile::ProfileResult& r, const std::string& db_path,
+                           const PrepareOptions& how, const runtime::TensorMap& inputs) {
+  const Model m = inputs.empty() ? with_static_inputs(m0, std::nullopt) : m0.resolved_for(inputs);
+  PrepareOptions p = how;
+  p.threads = r.threads;
+  Prepared plan = prepare(m, p);
+  const runtime::Session& s = *plan.session;
+  opdb::Store db(store_path(db_path));
+  opdb::Store::Transaction t(db);
+  size_t written = 0;
+  for (const profile::LayerResult& L : r.layers) {
+    if (L.step >= s.num_steps() || s.step_node(L.step).name != L.name) continue;
+    opdb::Row row;
+    row.op = opdb::op_key(s.graph(), s.step_node(L.step));
+    row.algorithm = L.algorithm;
+    row.threads = r.threads;
+    row.precision = opdb::precision_of(row.op);
+    row.regime = row.mode = "in-model";
+    row.cpu = opdb::this_cpu();
+    row.isa = opdb::this_isa();
+    row.joule_version = JOULE_VERSION;
+    row.median_ms = L.ms.median;
+    row.trimmed_mean_ms = L.ms.trimmed_mean;
+    row.std_ms = L.ms.std;
+    row.cv = L.ms.cv;
+    row.runs = static_cast<int>(L.ms.n);
+    row.noisy = L.ms.noisy;
+    row.flops = L.flops;
+    row.bytes = L.bytes;
+    if (L.energy_j && r.energy) {
+      row.energy_j = L.energy_j;
+      row.energy_source = r.energy->source;
+    }
+    row.origins = {origin_of(m0)};
+    db.put(row);
+    ++written;
+  }
+  t.commit();
+  return written;
+}
+
 nlohmann::json opdb_stats(const std::string& path) {
   const std::string p = existing_store(path);
   opdb::Store db(p);
@@ -298,6 +339,7 @@ nlohmann::json ValidationReport::to_json() const {
     ms.push_back({{"model", m.model},
                   {"predicted_ms", m.predicted_ms},
                   {"measured_ms", m.measured_ms},
+                  {"round_ms", m.round_ms},
                   {"error_pct", m.error_pct},
                   {"layer_sum_ms", m.layer_sum_ms},
                   {"layer_median_abs_error_pct", m.layer_median_abs_error_pct},
@@ -307,38 +349,57 @@ nlohmann::json ValidationReport::to_json() const {
           {"within_5_pct", within_5_pct},
           {"within_10_pct", within_10_pct},
           {"median_abs_error_pct", median_abs_error_pct},
-          {"leave_one_out", leave_one_out}};
+          {"leave_one_out", leave_one_out},
+          {"rounds", rounds}};
 }
 
-ValidationReport validate_predictions(const std::vector<Model>& models, const PredictOptions& o, int runs,
-                                      bool leave_one_out, const Hooks& hooks) {
-  JOULE_CHECK(runs >= 1, "runs: " + std::to_string(runs) + " (at least 1)");
+ValidationReport validate_predictions(const std::vector<Model>& models0, const PredictOptions& o,
+                                      const ValidateOptions& vo, const Hooks& hooks) {
+  JOULE_CHECK(vo.runs >= 1, "runs: " + std::to_string(vo.runs) + " (at least 1)");
+  JOULE_CHECK(vo.rounds >= 1, "rounds: " + std::to_string(vo.rounds) + " (at least 1)");
   opdb::Store db(existing_store(o.db));
   ValidationReport r;
-  r.leave_one_out = leave_one_out;
-  std::vector<double> errs;
-  size_t i = 0;
-  for (const Model& m0 : models) {
-    hooks.report("validating", i++, models.size(), m0.name());
-    const Model m = with_static_inputs(m0, o.batch);
+  r.leave_one_out = vo.leave_one_out;
+  r.rounds = vo.rounds;
+  std::vector<Model> models;
+  std::vector<predict::Prediction> preds;
+  for (const Model& m0 : models0) {
+    hooks.report("predicting", models.size(), models0.size(), m0.name());
+    models.push_back(with_static_inputs(m0, o.batch));
     ValidationModel v;
     v.model = origin_of(m0).substr(6);
     predict::PredictorOptions po = o.predictor;
-    if (leave_one_out) po.exclude_origins.push_back(origin_of(m0));
+    if (vo.leave_one_out) po.exclude_origins.push_back(origin_of(m0));
     v.excluded_origins = po.exclude_origins;
-    auto session = compile(m, o);
-    const predict::Prediction pred = predict::Predictor(db, po).predict(*session, v.model);
-    session.reset();
-    // Measured with the profiler: plain runs for the model, instrumented runs per layer.
-    profile::ProfileOptions po2;
-    po2.model_name = v.model;
-    po2.threads = o.threads;
-    po2.runs = runs;
-    po2.passes = passes::parse_pipeline(o.passes);
-    if (o.int8 == "real") po2.passes = passes::int8_pipeline(po2.passes);
-    po2.algo = o.algo.spec();
-    po2.checkpoint = [&hooks] { hooks.check(); };
-    const profile::ProfileResult meas = profile::profile_model(m.graph(), po2);
+    preds.push_back(predict::Predictor(db, po).predict(*compile(models.back(), o), v.model));
+    r.models.push_back(std::move(v));
+  }
+  // Measured with the profiler: plain runs for the model, instrumented runs per layer.
+  profile::ProfileOptions po;
+  po.threads = o.threads;
+  po.runs = vo.runs;
+  po.min_time_s = vo.min_time_s;
+  po.passes = passes::parse_pipeline(o.passes);
+  if (o.int8 == "real") po.passes = passes::int8_pipeline(po.passes);
+  po.algo = o.algo.spec();
+  po.checkpoint = [&hooks] { hooks.check(); };
+  std::vector<std::optional<profile::ProfileResult>> best(models.size());
+  const size_t total = models.size() * static_cast<size_t>(vo.rounds);
+  for (int round = 0; round < vo.rounds; ++round)
+    for (size_t i = 0; i < models.size(); ++i) {
+      hooks.report("measuring", round * models.size() + i, total,
+                   fmt::format("round {}/{}: {}", round + 1, vo.rounds, r.models[i].model));
+      po.model_name = r.models[i].model;
+      profile::ProfileResult meas = profile::profile_model(models[i].graph(), po);
+      r.models[i].round_ms.push_back(meas.plain_ms.median);
+      if (!best[i] || meas.plain_ms.median < best[i]->plain_ms.median) best[i] = std::move(meas);
+    }
+  hooks.report("measuring", total, total, "");
+  std::vector<double> errs;
+  for (size_t i = 0; i < models.size(); ++i) {
+    ValidationModel& v = r.models[i];
+    const predict::Prediction& pred = preds[i];
+    const profile::ProfileResult& meas = *best[i];
     v.predicted_ms = pred.latency_ms;
     v.measured_ms = meas.plain_ms.median;
     v.layer_sum_ms = meas.layer_sum_ms;
@@ -350,9 +411,7 @@ ValidationReport validate_predictions(const std::vector<Model>& models, const Pr
         layer_errs.push_back(100.0 * std::abs(pred.layers[L.step].latency_ms / L.ms.median - 1));
     v.layer_median_abs_error_pct = layer_errs.empty() ? 0 : profile::percentile(layer_errs, 50);
     errs.push_back(std::abs(v.error_pct));
-    r.models.push_back(std::move(v));
   }
-  hooks.report("validating", models.size(), models.size(), "");
   if (!errs.empty()) {
     r.within_5_pct = 100.0 * std::count_if(errs.begin(), errs.end(), [](double e) { return e <= 5; }) / errs.size();
     r.within_10_pct = 100.0 * std::count_if(errs.begin(), errs.end(), [](double e) { return e <= 10; }) / errs.size();

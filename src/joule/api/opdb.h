@@ -14,6 +14,7 @@
 #include "joule/api/prepare.h"
 #include "joule/opdb/collect.h"
 #include "joule/predict/predictor.h"
+#include "joule/profile/profiler.h"
 
 namespace joule::api {
 
@@ -25,7 +26,7 @@ struct OpdbOptions {
   double sample_ms = 10;         // each the mean of the calls that fill this long
   double min_time_s = 0.05;      // ... and at least this long
   double noisy_cv = 0.02;        // rows above are re-measured (twice), then flagged noisy
-  std::vector<std::string> regimes = {"reused", "fresh"};
+  std::vector<std::string> regimes = {"reused", "fresh", "cold"};
   std::string energy = "estimate";  // none | auto | estimate | rapl | perf | nvml
   bool force = false;            // re-measure rows already in the store
   std::string passes = "default";
@@ -56,6 +57,14 @@ OpdbReport opdb_add(const std::vector<Model>& models, const OpdbOptions& o = {},
 // Measures the points of a sweep config ("" = the shipped default) for `stage`.
 OpdbReport opdb_sweep(const std::string& config, const std::string& stage, const OpdbOptions& o = {},
                       const Hooks& hooks = {});
+
+// Appends the per-layer times a profile measured inside the model (`joule profile --opdb`) as
+// rows of mode and regime "in-model", keyed as opdb_add keys them: the plan is compiled again
+// as the profile compiled it, and a layer whose node is not at the same step is left out.
+// The predictor reads the isolated regimes only; in-model rows are for comparing with them.
+// Returns the rows written.
+size_t opdb_record_profile(const Model& m, const profile::ProfileResult& r, const std::string& db,
+                           const PrepareOptions& how, const runtime::TensorMap& inputs = {});
 
 // Rows per op type, threads, regime, origin; noisy rows; CPUs and versions present.
 nlohmann::json opdb_stats(const std::string& db);
@@ -92,7 +101,8 @@ CoverageReport opdb_coverage(const Model& m, const PredictOptions& o = {});
 
 struct ValidationModel {
   std::string model;
-  double predicted_ms = 0, measured_ms = 0, error_pct = 0;  // whole model (plain runs' median)
+  double predicted_ms = 0, measured_ms = 0, error_pct = 0;  // whole model (best round's median)
+  std::vector<double> round_ms;                             // each round's median of plain runs
   double layer_sum_ms = 0;                                  // measured per-layer medians' sum
   double layer_median_abs_error_pct = 0;                    // per layer, predicted vs measured
   std::map<std::string, double> coverage_pct;
@@ -103,11 +113,20 @@ struct ValidationReport {
   double within_5_pct = 0, within_10_pct = 0;   // share of models
   double median_abs_error_pct = 0;
   bool leave_one_out = false;
+  int rounds = 0;
   nlohmann::json to_json() const;
 };
-// Predicts and measures (joule's profiler: plain runs and per-layer) each model. leave_one_out:
-// each model predicted without the rows only its own layers put in the store.
-ValidationReport validate_predictions(const std::vector<Model>& models, const PredictOptions& o, int runs,
-                                      bool leave_one_out, const Hooks& hooks = {});
+struct ValidateOptions {
+  int runs = 20;            // timed runs per round, plain and instrumented ...
+  double min_time_s = 1.0;  // ... and plain runs for at least this long
+  int rounds = 3;           // measurement rounds, the models interleaved; the best round counts
+  bool leave_one_out = false;  // each model predicted without the rows only its own layers put in the store
+};
+// Predicts and measures (joule's profiler: plain runs and per-layer) each model. A model's
+// measured latency is the lowest of `rounds` medians, the rounds interleaved over the models
+// (as the zoo takes the best of several processes): the time a model takes moves by 10-20 %
+// between minutes on a shared machine, more than the error the prediction is judged by.
+ValidationReport validate_predictions(const std::vector<Model>& models, const PredictOptions& o,
+                                      const ValidateOptions& v = {}, const Hooks& hooks = {});
 
 }  // namespace joule::api

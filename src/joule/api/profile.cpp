@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "joule/api/opdb.h"
 #include "joule/passes/pass.h"
 
 namespace joule::api {
@@ -11,7 +12,7 @@ nlohmann::json ProfileReport::to_json() const {
   for (auto& r : points) pts.push_back(profile::to_json(r));
   nlohmann::json skip = nlohmann::json::array();
   for (auto& k : skipped) skip.push_back(k.fields());
-  return {{"schema_version", 1}, {"model", model}, {"points", pts}, {"skipped_finished_points", skip}};
+  return {{"schema_version", 1}, {"model", model}, {"points", pts}, {"skipped_finished_points", skip}, {"opdb_rows", opdb_rows}};
 }
 
 ProfileReport profile(const Model& m, const ProfileOptions& o, const Hooks& hooks) {
@@ -52,6 +53,8 @@ ProfileReport profile(const Model& m, const ProfileOptions& o, const Hooks& hook
   ProfileReport r;
   r.model = m.name();
   r.sweep = profile::sweep_points(spec, opt.threads).size() > 1 || !o.stage.empty();
+  if (r.sweep && !o.opdb.empty())
+    fail("--opdb records one configuration: profile without a sweep (one batch, input size, thread count and --algo)");
   auto progress = [&](const profile::SweepProgress& p) {
     hooks.report("profiling", p.done, p.total,
                  fmt::format("[{}/{}] {} skipped (already measured)  elapsed {:.0f}s  eta {}", p.done, p.total,
@@ -61,6 +64,13 @@ ProfileReport profile(const Model& m, const ProfileOptions& o, const Hooks& hook
                                                  o.inputs.empty() ? nullptr : &o.inputs, progress);
   r.points = std::move(out.measured);
   r.skipped = std::move(out.skipped);
+  if (!o.opdb.empty()) {
+    PrepareOptions how;
+    how.passes = o.passes;
+    how.int8 = o.int8;
+    how.algo = o.algo;
+    for (const profile::ProfileResult& p : r.points) r.opdb_rows += opdb_record_profile(m, p, o.opdb, how, o.inputs);
+  }
   return r;
 }
 

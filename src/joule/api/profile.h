@@ -29,6 +29,7 @@ struct ProfileOptions {
   std::vector<std::string> algo_sweep;   // one point per --algo value
   std::string out_dir;                   // "" writes nothing; else CSVs, profile.json, trace.json (resumable)
   runtime::TensorMap inputs;             // empty: seeded random inputs
+  std::string opdb;                      // "" none; else append the layers' times as in-model rows (one configuration)
 };
 
 struct ProfileReport {
@@ -36,6 +37,7 @@ struct ProfileReport {
   std::vector<profile::ProfileResult> points;  // measured in this call
   std::vector<profile::PointKey> skipped;      // already in out_dir's results
   bool sweep = false;  // more than one point asked for (or a stage)
+  size_t opdb_rows = 0;  // in-model rows written to ProfileOptions::opdb
   nlohmann::json to_json() const;  // what `joule profile --format json` prints
 };
 

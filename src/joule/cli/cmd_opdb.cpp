@@ -25,9 +25,11 @@ void add_measure_options(CLI::App& s, OpdbArgs& a) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   s.add_option("--min-time", a.opt.min_time_s, "and at least this many seconds per row")->capture_default_str();
-  s.add_option("--regimes", a.opt.regimes, "cache regimes: reused (warm input), fresh (rotating inputs > LLC)")
+  s.add_option("--regimes", a.opt.regimes,
+               "cache regimes: reused (warm), fresh (rotating inputs > LLC), cold (caches flushed, inputs read: "
+               "weights from memory; nodes with weights only)")
       ->delimiter(',')
-      ->check(CLI::IsMember({"reused", "fresh"}));
+      ->check(CLI::IsMember({"reused", "fresh", "cold"}));
   s.add_option("--energy", a.opt.energy, "energy per call: none, auto, estimate, rapl, perf, nvml")
       ->check(CLI::IsMember({"none", "auto", "estimate", "rapl", "perf", "nvml"}))
       ->capture_default_str();

@@ -36,6 +36,7 @@ Action add_profile(CLI::App& app) {
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("-o,--output", o.out_dir, "write <model>_overall.csv, <model>_layers.csv, profile.json, trace.json");
   app.add_option("--format", a->format, "table or json")->check(CLI::IsMember({"table", "json"}));
+  app.add_option("--opdb", o.opdb, "append the layers' times to this operator database as in-model rows");
   app.add_option("--energy", o.energy, "none, auto (rapl, perf, nvml, then the estimator), rapl, perf, nvml, estimate")
       ->check(CLI::IsMember({"none", "auto", "rapl", "perf", "nvml", "estimate"}));
   app.add_option("--energy-profile", o.energy_profile, "device profile JSON for the estimator (default: built in, "
@@ -81,6 +82,7 @@ Action add_profile(CLI::App& app) {
                    p.energy ? p.energy->source : "none");
       fmt::print("{} point(s) measured, {} already in the results (skipped)\n", r.points.size(), r.skipped.size());
     }
+    if (!o.opdb.empty()) fmt::print("{}: {} in-model rows\n", o.opdb, r.opdb_rows);
     if (!o.out_dir.empty())
       fmt::print("wrote {0}/{1}_overall.csv, {0}/{1}_layers.csv, {0}/profile.json, {0}/trace.json\n", o.out_dir,
                  r.model);

@@ -47,7 +47,7 @@ CollectStats collect_session(runtime::Session& s, Store& db, const CollectOption
   const ir::Graph& g = s.graph();
   // Distinct keys (with the algorithm the plan chose); the first step of each is measured.
   std::map<std::string, size_t> first;
-  std::vector<size_t> todo;
+  std::map<size_t, std::vector<std::string>> todo;  // step -> regimes to measure
   MeasureOptions mo = o.measure;
   mo.threads = s.threads();
   for (size_t i = 0; i < s.num_steps(); ++i) {
@@ -56,25 +56,26 @@ CollectStats collect_session(runtime::Session& s, Store& db, const CollectOption
     const std::string id = k.text() + "|" + algorithm_of(n);
     if (!first.emplace(id, i).second) continue;
     ++st.distinct;
-    bool have = !o.force;
+    std::vector<std::string> missing;
     for (const std::string& regime : mo.regimes) {
+      if (!regime_applies(regime, g, n)) continue;
       auto row = db.find(k, algorithm_of(n), s.threads(), precision_of(k), regime, this_cpu(), this_isa(),
                          JOULE_VERSION);
-      if (!row) {
-        have = false;
+      if (!row || o.force) {
+        missing.push_back(regime);
       } else if (!o.origin.empty()) {
         db.add_origin(*row, o.origin);
       }
     }
-    if (have)
+    if (missing.empty())
       ++st.known;
     else
-      todo.push_back(i);
+      todo[i] = std::move(missing);
   }
   if (todo.empty()) return st;
   // One run of the whole plan hands every node to measure its real inputs.
   std::map<size_t, std::vector<Tensor>> captured;
-  for (size_t i : todo) captured[i];
+  for (auto& [i, regimes] : todo) captured[i];
   {
     runtime::TensorMap random;
     if (!inputs) random = runtime::random_inputs(s, 0);
@@ -84,10 +85,11 @@ CollectStats collect_session(runtime::Session& s, Store& db, const CollectOption
     s.clear_observers();
   }
   size_t done = 0;
-  for (size_t i : todo) {
+  for (auto& [i, regimes] : todo) {
     const ir::Node& n = s.step_node(i);
     if (progress) progress(done, todo.size(), n.name + " (" + n.op_type + ")");
     try {
+      mo.regimes = regimes;
       std::vector<Row> rows = measure_node(g, n, "", mo, captured[i]);
       Store::Transaction t(db);
       for (Row& r : rows) {

@@ -35,7 +35,7 @@ struct Row {
   std::string algorithm;            // the kernel that ran ("reference" = the scalar oracle)
   int threads = 1;
   std::string precision = "fp32";   // fp32 | bf16 | int8
-  std::string regime = "reused";    // reused (warm input) | fresh (rotating inputs > LLC)
+  std::string regime = "reused";    // reused (warm) | fresh (rotating inputs > LLC) | cold (caches flushed, inputs read)
   std::string cpu, isa, joule_version;
   // Statistics of the per-call time (ms), as profile::Stats computes them.
   double median_ms = 0, trimmed_mean_ms = 0, std_ms = 0, cv = 0;

@@ -1,5 +1,6 @@
 #include "joule/predict/predictor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -17,14 +18,14 @@ namespace joule::predict {
 namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// One operator instance of the store: its rows in both regimes together.
+// One operator instance of the store: its rows in every regime together.
 struct Entry {
   opdb::OpKey key;
   std::string algorithm;
   int threads = 1;
   double flops = 0, bytes = 0;
-  double reused = kNaN, fresh = kNaN;
-  std::optional<double> energy_reused, energy_fresh;
+  std::map<std::string, double> ms;        // regime -> median
+  std::map<std::string, double> energy_j;  // regime -> per call
   std::string energy_source;
 };
 
@@ -32,28 +33,34 @@ std::string id_of(const opdb::OpKey& k, const std::string& algorithm, int thread
   return k.text() + "|" + algorithm + "|" + std::to_string(threads) + "|" + precision;
 }
 
-double pick(double reused, double fresh, const std::string& regime) {
-  if (regime == "reused" || std::isnan(fresh)) return regime == "fresh" ? kNaN : reused;
-  if (regime == "fresh" || std::isnan(reused)) return regime == "reused" ? kNaN : fresh;
-  return std::sqrt(reused * fresh);
+// A regime's value of an entry: cold falls back to reused (no weights, or no cold row), mid
+// is the geometric mean of reused and fresh; NaN when missing.
+double pick(const std::map<std::string, double>& v, const std::string& regime) {
+  auto get = [&](const std::string& r) {
+    auto it = v.find(r);
+    return it == v.end() ? kNaN : it->second;
+  };
+  if (regime == "mid") return std::sqrt(get("reused") * get("fresh"));
+  if (regime == "cold" && std::isnan(get("cold"))) return get("reused");
+  return get(regime);
 }
+
+const std::set<std::string> kRegimes = {"auto", "reused", "fresh", "cold", "mid"};
 }  // namespace
+
+double cold_share(double weight_bytes, double llc_bytes) {
+  if (llc_bytes <= 0) return 1;
+  return std::clamp((weight_bytes / llc_bytes - 0.25) / 0.5, 0.0, 1.0);
+}
 
 struct Predictor::Impl {
   PredictorOptions o;
   std::string store_path;
   std::map<std::string, Entry> entries;
   std::map<std::string, std::vector<const Entry*>> by_type;
-  std::map<std::string, std::optional<Regressor>> models;
+  std::map<std::string, std::optional<Regressor>> models;  // "regime|op type"
   std::map<std::string, std::map<std::string, int>> algo_index;  // op type -> algorithm -> index
   std::unique_ptr<profile::energy::EnergyMeter> estimator;
-
-  double value(const Entry& e) const { return pick(e.reused, e.fresh, o.regime); }
-
-  std::optional<double> energy(const Entry& e) const {
-    if (!e.energy_reused && !e.energy_fresh) return std::nullopt;
-    return pick(e.energy_reused.value_or(kNaN), e.energy_fresh.value_or(kNaN), o.regime);
-  }
 
   float algo(const std::string& op_type, const std::string& algorithm) {
     auto& m = algo_index[op_type];
@@ -61,41 +68,65 @@ struct Predictor::Impl {
     return it == m.end() ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>(it->second);
   }
 
-  // The regressor of an op type, trained on first use; nullopt when it has too few rows.
-  const Regressor* model(const std::string& op_type) {
-    auto it = models.find(op_type);
+  // The regressor of an op type in a regime, trained on first use; nullopt when it has too
+  // few rows.
+  const Regressor* model(const std::string& op_type, const std::string& regime) {
+    const std::string id = regime + "|" + op_type;
+    auto it = models.find(id);
     if (it == models.end()) {
       std::optional<Regressor> r;
       auto rows = by_type.find(op_type);
       std::vector<const Entry*> usable;
       if (rows != by_type.end())
         for (const Entry* e : rows->second)
-          if (std::isfinite(value(*e)) && value(*e) > 0) usable.push_back(e);
+          if (const double v = pick(e->ms, regime); std::isfinite(v) && v > 0) usable.push_back(e);
       if (static_cast<int>(usable.size()) >= o.min_rows) {
-        std::set<std::string> algos;
-        for (const Entry* e : usable) algos.insert(e->algorithm);
-        int i = 0;
-        for (auto& a : algos) algo_index[op_type][a] = i++;
+        if (!algo_index.count(op_type)) {
+          std::set<std::string> algos;
+          for (const Entry* e : rows->second) algos.insert(e->algorithm);
+          int i = 0;
+          for (auto& a : algos) algo_index[op_type][a] = i++;
+        }
         std::vector<std::vector<float>> X;
         std::vector<float> y;
         for (const Entry* e : usable) {
           X.push_back(features(e->key, e->flops, e->bytes, e->threads, algo(op_type, e->algorithm)));
-          y.push_back(static_cast<float>(std::log(value(*e))));
+          y.push_back(static_cast<float>(std::log(pick(e->ms, regime))));
         }
         RegressorParams p;
         p.rounds = 150;
         p.max_depth = 5;
         r = Regressor::train(X, y, p);
       }
-      it = models.emplace(op_type, std::move(r)).first;
+      it = models.emplace(id, std::move(r)).first;
     }
     return it->second ? &*it->second : nullptr;
+  }
+
+  // A layer's time in one regime: exact row, else the regressor, else nullopt.
+  struct Value {
+    double ms = kNaN;
+    std::string source;
+    std::optional<double> energy_j;
+  };
+  Value value(const opdb::OpKey& key, const std::string& id, const std::string& algorithm, double flops,
+              double bytes, int threads, const std::string& regime) {
+    Value v;
+    auto it = entries.find(id);
+    if (it != entries.end() && std::isfinite(pick(it->second.ms, regime))) {
+      v.ms = pick(it->second.ms, regime);
+      v.source = "exact";
+      if (const double e = pick(it->second.energy_j, regime); std::isfinite(e)) v.energy_j = e;
+    } else if (const Regressor* r = model(key.op_type, regime)) {
+      v.ms = std::exp(r->predict(features(key, flops, bytes, threads, algo(key.op_type, algorithm))));
+      v.source = "model";
+    }
+    return v;
   }
 };
 
 Predictor::Predictor(const opdb::Store& db, PredictorOptions o) : impl_(std::make_unique<Impl>()) {
-  JOULE_CHECK(o.regime == "reused" || o.regime == "fresh" || o.regime == "mid",
-              "unknown regime '" + o.regime + "' (reused, fresh, mid)");
+  JOULE_CHECK(kRegimes.count(o.regime), "unknown regime '" + o.regime + "' (auto, reused, fresh, cold, mid)");
   impl_->o = std::move(o);
   impl_->store_path = db.path();
   opdb::Filter f;
@@ -104,16 +135,18 @@ Predictor::Predictor(const opdb::Store& db, PredictorOptions o) : impl_(std::mak
   f.joule_version = JOULE_VERSION;
   f.exclude_origins = impl_->o.exclude_origins;
   for (opdb::Row& r : db.rows(f)) {
-    if (r.regime != "reused" && r.regime != "fresh") continue;  // only the isolated regimes are blended
+    if (!kRegimes.count(r.regime)) continue;
     Entry& e = impl_->entries[id_of(r.op, r.algorithm, r.threads, r.precision)];
     e.key = r.op;
     e.algorithm = r.algorithm;
     e.threads = r.threads;
     e.flops = r.flops;
     e.bytes = r.bytes;
-    (r.regime == "reused" ? e.reused : e.fresh) = r.median_ms;
-    (r.regime == "reused" ? e.energy_reused : e.energy_fresh) = r.energy_j;
-    if (r.energy_j) e.energy_source = r.energy_source;
+    e.ms[r.regime] = r.median_ms;
+    if (r.energy_j) {
+      e.energy_j[r.regime] = *r.energy_j;
+      e.energy_source = r.energy_source;
+    }
   }
   for (auto& [id, e] : impl_->entries) impl_->by_type[e.key.op_type].push_back(&e);
   try {
@@ -140,6 +173,18 @@ Prediction Predictor::predict(const runtime::Session& s, const std::string& mode
   std::unordered_map<const ir::Node*, size_t> index;
   for (size_t i = 0; i < s.graph().nodes.size(); ++i) index[s.graph().nodes[i].get()] = i;
   const double peak = profile::peak_gflops(p.threads) * 1e9, bw = profile::peak_bandwidth_gbs(p.threads) * 1e9;
+  std::set<std::string> weights;
+  std::vector<double> step_weights(s.num_steps(), 0.0);
+  for (size_t step = 0; step < s.num_steps(); ++step)
+    for (const std::string& in : s.step_node(step).inputs)
+      if (!in.empty() && s.graph().is_initializer(in)) {
+        const double b = static_cast<double>(s.graph().initializers.at(in).nbytes());
+        step_weights[step] += b;
+        if (weights.insert(in).second) p.weight_bytes += b;
+      }
+  const profile::Llc llc = profile::last_level_cache();
+  const double llc_bytes = im.o.llc_bytes > 0 ? im.o.llc_bytes : double(llc.bytes) * llc.instances;
+  p.cold_share = im.o.regime == "auto" ? cold_share(p.weight_bytes, llc_bytes) : 0;
   std::set<std::string> precisions, energy_sources;
   for (size_t step = 0; step < s.num_steps(); ++step) {
     const ir::Node& n = s.step_node(step);
@@ -152,16 +197,27 @@ Prediction Predictor::predict(const runtime::Session& s, const std::string& mode
     L.algorithm = n.meta["software"].value("algorithm", "reference");
     L.flops = c.value("flops", 0.0);
     L.bytes = c.value("bytes", 0.0);
+    L.weight_bytes = step_weights[step];
     const std::string precision = opdb::precision_of(key);
     precisions.insert(precision);
-    auto it = im.entries.find(id_of(key, L.algorithm, p.threads, precision));
-    if (it != im.entries.end() && std::isfinite(im.value(it->second))) {
-      L.source = "exact";
-      L.latency_ms = im.value(it->second);
-      if ((L.energy_j = im.energy(it->second))) L.energy_source = it->second.energy_source;
-    } else if (const Regressor* r = im.model(L.op_type)) {
-      L.source = "model";
-      L.latency_ms = std::exp(r->predict(features(key, L.flops, L.bytes, p.threads, im.algo(L.op_type, L.algorithm))));
+    const std::string id = id_of(key, L.algorithm, p.threads, precision);
+    auto at = [&](const std::string& regime) {
+      return im.value(key, id, L.algorithm, L.flops, L.bytes, p.threads, regime);
+    };
+    Impl::Value v = at(im.o.regime == "auto" ? "reused" : im.o.regime);
+    if (im.o.regime == "auto" && p.cold_share > 0 && std::isfinite(v.ms)) {
+      const Impl::Value c = at("cold");
+      if (std::isfinite(c.ms)) {
+        const double cap_ms = bw > 0 ? 2e3 * L.weight_bytes / bw : 0;
+        v.ms += p.cold_share * std::clamp(c.ms - v.ms, 0.0, cap_ms);
+        if (c.source != "exact") v.source = c.source;
+        if (v.energy_j && c.energy_j) *v.energy_j += p.cold_share * (*c.energy_j - *v.energy_j);
+      }
+    }
+    if (std::isfinite(v.ms)) {
+      L.source = v.source;
+      L.latency_ms = v.ms;
+      if ((L.energy_j = v.energy_j)) L.energy_source = im.entries.at(id).energy_source;
     } else {
       L.source = "roofline";
       L.latency_ms = 1e3 * std::max(peak > 0 ? L.flops / peak : 0.0, bw > 0 ? L.bytes / bw : 0.0);
@@ -184,8 +240,8 @@ Prediction Predictor::predict(const runtime::Session& s, const std::string& mode
     p.coverage_pct.emplace(src, 0.0);
     p.coverage_layers.emplace(src, 0);
   }
-  for (auto& [op, m] : im.models)
-    if (m) p.training_rows[op] = static_cast<int>(im.by_type[op].size());
+  for (auto& [id, m] : im.models)
+    if (m) p.training_rows[id.substr(id.find('|') + 1)] = static_cast<int>(im.by_type[id.substr(id.find('|') + 1)].size());
   p.precision = precisions.size() == 1 ? *precisions.begin() : precisions.empty() ? "fp32" : "mixed";
   if (energy_sources.size() == 1) {
     p.energy_source = *energy_sources.begin();
@@ -201,7 +257,7 @@ nlohmann::json Prediction::to_json() const {
   for (auto& L : layers) {
     nlohmann::json l = {{"name", L.name},          {"op_type", L.op_type}, {"algorithm", L.algorithm},
                         {"latency_ms", L.latency_ms}, {"source", L.source},  {"flops", L.flops},
-                        {"bytes", L.bytes}};
+                        {"bytes", L.bytes},           {"weight_bytes", L.weight_bytes}};
     l["energy_j"] = L.energy_j ? nlohmann::json(*L.energy_j) : nlohmann::json(nullptr);
     if (L.energy_j) l["energy_source"] = L.energy_source;
     layers_j.push_back(l);
@@ -215,6 +271,8 @@ nlohmann::json Prediction::to_json() const {
           {"threads", threads},
           {"precision", precision},
           {"regime", regime},
+          {"weight_bytes", weight_bytes},
+          {"cold_share", cold_share},
           {"cpu", cpu},
           {"isa", isa},
           {"store", store},

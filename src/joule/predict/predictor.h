@@ -6,8 +6,15 @@
 //   model    - a gradient-boosted-trees regressor (XGBoost) trained on the store's rows of the
 //              node's op type (at least `min_rows` of them), features from predict/features.h;
 //   roofline - max(FLOPs / measured FP32 peak, bytes / measured bandwidth), a lower bound.
-// Each layer says which. Inside a model a layer's time falls between its isolated times with
-// warm and with cold inputs; `regime` picks reused, fresh or mid (their geometric mean).
+// Each layer says which. Inside a model a layer's input was just written by the layer before
+// it (warm), while its weights stay in cache only when the model's weights fit in the
+// last-level cache. `regime` auto (the default) takes each layer's time with warm caches
+// (reused) plus, scaled by the share of the model's weights the cache cannot hold
+// (cold_share), what cold weights add (cold - reused), bounded by twice the time to read the
+// layer's weights at the measured bandwidth (the cold regime flushes more than the weights:
+// TLB, output lines). reused, fresh, cold or mid (the geometric mean of reused and fresh)
+// take one regime for every layer. A node without weights has no cold row; nor has a store
+// filled before the cold regime existed: the reused time stands for it.
 #include <map>
 #include <memory>
 #include <optional>
@@ -26,6 +33,7 @@ struct LayerPrediction {
   std::string name, op_type, algorithm;
   std::string source;  // exact | model | roofline
   double latency_ms = 0, flops = 0, bytes = 0;
+  double weight_bytes = 0;  // of its constant inputs
   std::optional<double> energy_j;
   std::string energy_source;
 };
@@ -33,6 +41,8 @@ struct LayerPrediction {
 struct Prediction {
   std::string model, cpu, isa, precision, regime, store;
   int threads = 1;
+  double weight_bytes = 0;  // constants the plan reads, each once
+  double cold_share = 0;    // regime auto: weight of the cold regime in every layer's time
   double latency_ms = 0;  // sum of the layers
   std::optional<double> energy_j;
   std::string energy_source;  // one source, or "mixed: ..." listing them
@@ -45,10 +55,16 @@ struct Prediction {
 };
 
 struct PredictorOptions {
-  std::string regime = "mid";  // reused | fresh | mid
+  std::string regime = "auto";  // auto | reused | fresh | cold | mid
   std::vector<std::string> exclude_origins;  // leave-one-out: hide rows only these origins made
   int min_rows = 8;            // fewer rows of an op type: roofline instead of a regressor
+  double llc_bytes = 0;        // regime auto: the last-level cache (0: this machine's)
 };
+
+// The share of a model's weights that the last-level cache cannot keep from one run to the
+// next: 0 while they take at most a quarter of it (activations, code and the other cores
+// need the rest), rising to 1 at three quarters. Fitted on the zoo's 19 models (BENCHMARKS.md).
+double cold_share(double weight_bytes, double llc_bytes);
 
 class Predictor {
  public:
