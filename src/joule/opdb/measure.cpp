@@ -47,12 +47,10 @@ void touch(const void* p, size_t n) {
   g_sink = s;
 }
 
-// Evicts the caches' contents: reads a buffer twice the last-level cache (all its instances).
+// Evicts the caches' contents: reads a buffer twice the last-level cache (one instance: the
+// one the measuring core sits on).
 void flush_caches() {
-  static std::vector<float> buf = [] {
-    const profile::Llc llc = profile::last_level_cache();
-    return std::vector<float>(2 * llc.bytes * std::max(1, llc.instances) / sizeof(float), 1.0f);
-  }();
+  static std::vector<float> buf(2 * profile::last_level_cache().bytes / sizeof(float), 1.0f);
   touch(buf.data(), buf.size() * sizeof(float));
 }
 
@@ -203,7 +201,7 @@ std::vector<Row> measure_node(const ir::Graph& g, const ir::Node& n, const std::
         total_s += sum / 1e3;
         if (ms.size() >= 10000) break;
       }
-    profile::Stats s = profile::summarize(ms, o.noisy_cv);
+      profile::Stats s = profile::summarize(ms, o.noisy_cv);
       if (attempt == 0 || s.cv < best.cv) best = s;
       if (!best.noisy) break;
     }

@@ -45,7 +45,8 @@ double pick(const std::map<std::string, double>& v, const std::string& regime) {
   return get(regime);
 }
 
-const std::set<std::string> kRegimes = {"auto", "reused", "fresh", "cold", "mid"};
+const std::set<std::string> kRegimes = {"auto", "reused", "fresh", "cold", "mid"};  // asked for
+const std::set<std::string> kMeasured = {"reused", "fresh", "cold"};                // isolated rows
 }  // namespace
 
 double cold_share(double weight_bytes, double llc_bytes) {
@@ -135,7 +136,7 @@ Predictor::Predictor(const opdb::Store& db, PredictorOptions o) : impl_(std::mak
   f.joule_version = JOULE_VERSION;
   f.exclude_origins = impl_->o.exclude_origins;
   for (opdb::Row& r : db.rows(f)) {
-    if (!kRegimes.count(r.regime)) continue;
+    if (!kMeasured.count(r.regime)) continue;  // in-model rows are not predictions' input
     Entry& e = impl_->entries[id_of(r.op, r.algorithm, r.threads, r.precision)];
     e.key = r.op;
     e.algorithm = r.algorithm;
@@ -240,8 +241,10 @@ Prediction Predictor::predict(const runtime::Session& s, const std::string& mode
     p.coverage_pct.emplace(src, 0.0);
     p.coverage_layers.emplace(src, 0);
   }
-  for (auto& [id, m] : im.models)
-    if (m) p.training_rows[id.substr(id.find('|') + 1)] = static_cast<int>(im.by_type[id.substr(id.find('|') + 1)].size());
+  for (auto& [id, m] : im.models) {
+    const std::string op = id.substr(id.find('|') + 1);
+    if (m) p.training_rows[op] = static_cast<int>(im.by_type[op].size());
+  }
   p.precision = precisions.size() == 1 ? *precisions.begin() : precisions.empty() ? "fp32" : "mixed";
   if (energy_sources.size() == 1) {
     p.energy_source = *energy_sources.begin();
