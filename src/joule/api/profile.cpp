@@ -12,7 +12,11 @@ nlohmann::json ProfileReport::to_json() const {
   for (auto& r : points) pts.push_back(profile::to_json(r));
   nlohmann::json skip = nlohmann::json::array();
   for (auto& k : skipped) skip.push_back(k.fields());
-  return {{"schema_version", 1}, {"model", model}, {"points", pts}, {"skipped_finished_points", skip}, {"opdb_rows", opdb_rows}};
+  return {{"schema_version", 1},
+          {"model", model},
+          {"points", pts},
+          {"skipped_finished_points", skip},
+          {"opdb_rows", opdb_rows}};
 }
 
 ProfileReport profile(const Model& m, const ProfileOptions& o, const Hooks& hooks) {
