@@ -120,11 +120,8 @@ Action add_opdb(CLI::App& app) {
       return 0;
     }
     const auto& p = r.prediction;
-    fmt::print("{}: predicted {:.3f} ms at {} thread{}; of that time: exact {:.1f}% ({} layers), model {:.1f}% ({}), "
-               "roofline {:.1f}% ({})\n",
-               p.model, p.latency_ms, p.threads, p.threads == 1 ? "" : "s", p.coverage_pct.at("exact"),
-               p.coverage_layers.at("exact"), p.coverage_pct.at("model"), p.coverage_layers.at("model"),
-               p.coverage_pct.at("roofline"), p.coverage_layers.at("roofline"));
+    fmt::print("{}: predicted {:.3f} ms at {} thread{}; of that time: {}\n", p.model, p.latency_ms, p.threads,
+               p.threads == 1 ? "" : "s", p.coverage_text());
     for (auto& g : r.gaps) fmt::print("  not exact: {:<28} {:5.1f}%  {} layer{}\n", g.op_type, g.time_pct, g.layers, g.layers == 1 ? "" : "s");
     if (r.exact_pct >= 90)
       fmt::print("exact coverage {:.1f}% >= 90%\n", r.exact_pct);

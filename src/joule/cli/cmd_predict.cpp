@@ -82,9 +82,7 @@ Action add_predict(CLI::App& app) {
       fmt::print("weights {:.1f} MiB: cold-weight share {:.2f} of each layer's cold penalty\n", p.weight_bytes / 1048576.0,
                  p.cold_share);
     if (p.energy_j) fmt::print("energy {:.4g} J per inference ({})\n", *p.energy_j, p.energy_source);
-    fmt::print("time from: exact rows {:.1f}% ({} layers), regressor {:.1f}% ({}), roofline bound {:.1f}% ({})\n",
-               p.coverage_pct.at("exact"), p.coverage_layers.at("exact"), p.coverage_pct.at("model"),
-               p.coverage_layers.at("model"), p.coverage_pct.at("roofline"), p.coverage_layers.at("roofline"));
+    fmt::print("time from: {}\n", p.coverage_text());
     std::vector<const predict::LayerPrediction*> order;
     for (auto& L : p.layers) order.push_back(&L);
     std::stable_sort(order.begin(), order.end(), [](auto* x, auto* y) { return x->latency_ms > y->latency_ms; });

@@ -1,5 +1,7 @@
 #include "joule/predict/predictor.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -253,6 +255,12 @@ Prediction Predictor::predict(const runtime::Session& s, const std::string& mode
     for (auto& e : energy_sources) p.energy_source += " " + e;
   }
   return p;
+}
+
+std::string Prediction::coverage_text() const {
+  return fmt::format("exact rows {:.1f}% ({} layers), regressor {:.1f}% ({}), roofline bound {:.1f}% ({})",
+                     coverage_pct.at("exact"), coverage_layers.at("exact"), coverage_pct.at("model"),
+                     coverage_layers.at("model"), coverage_pct.at("roofline"), coverage_layers.at("roofline"));
 }
 
 nlohmann::json Prediction::to_json() const {

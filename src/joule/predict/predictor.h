@@ -52,6 +52,8 @@ struct Prediction {
   std::map<std::string, int> coverage_layers;
   std::map<std::string, int> training_rows;  // op type -> rows its regressor learned from
   nlohmann::json to_json() const;
+  // "exact rows 46.0% (38 layers), regressor 54.0% (43), roofline bound 0.0% (0)"
+  std::string coverage_text() const;
 };
 
 struct PredictorOptions {
