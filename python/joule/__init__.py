@@ -29,7 +29,7 @@ from ._joule import BadInput, Error, Model, DerivedModel, Unsupported, __version
 __all__ = [
     "AutoMpResult", "BadInput", "BenchResult", "CompareResult", "Error", "EvalResult", "Model", "Progress",
     "ProfileResult", "QuantizeResult", "DerivedModel", "Result", "SensitivityResult", "Session", "TrainResult",
-    "Unsupported", "automp", "bench", "compare", "draw_graph", "energy_probe", "evaluate", "finetune", "gradients",
+    "Unsupported", "agreement", "automp", "bench", "compare", "draw_graph", "energy_probe", "evaluate", "finetune", "gradients",
     "info", "load", "OpdbResult", "opdb_add", "opdb_sweep", "predict", "PredictResult", "profile", "qat", "quant_plan", "quantize", "sensitivity", "train", "training_graph",
     "__version__",
 ]
@@ -523,6 +523,13 @@ def info(model: Model, *, input_shapes: Optional[Shapes] = None, after_passes: O
     return Result(_joule.info(model, **_options(
         input_shapes=input_shapes, after_passes=after_passes, plan=plan, threads=threads, algo=algo,
         algo_file=algo_file, tuning_cache=tuning_cache)))
+
+
+def agreement(model: Model, inputs: Optional[Inputs] = None, *, threads: int = 1) -> Result:
+    """A quantized (QDQ) model's simulated plan (int8="simulated") against its integer plan
+    (int8="real") on one input (default: seeded random): per quantized tensor the codes that
+    differ and by how many steps, the first tensor where they part, the outputs' SQNR."""
+    return Result(_joule.agreement(model, inputs, threads))
 
 
 def draw_graph(model: Model, out: Union[str, "os.PathLike[str]"]) -> int:

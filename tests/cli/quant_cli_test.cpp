@@ -70,6 +70,21 @@ TEST(QuantCli, QuantizeWritesLoadableQdqModelAndAccuracyTable) {
   CliResult e = joule_cmd("eval " + out + " --data " + kSamples + " --format json");
   ASSERT_EQ(e.code, 0) << e.out;
   EXPECT_EQ(nlohmann::json::parse(e.out)["samples"].get<int>(), 16);
+  // Its simulated and integer plans agree code for code on the 16 samples.
+  CliResult a = joule_cmd("compare " + out + " --agreement -i " + kSamples + " --format json");
+  ASSERT_EQ(a.code, 0) << a.out;
+  auto aj = nlohmann::json::parse(a.out);
+  EXPECT_GE(aj["integer_nodes"].get<int>(), 3);
+  EXPECT_EQ(aj["first_difference"], "");
+  EXPECT_EQ(aj["min_within_one_step"].get<double>(), 1.0);
+  EXPECT_GE(aj["tensors"].size(), 6u);
+  CliResult t = joule_cmd("compare " + out + " --agreement");
+  ASSERT_EQ(t.code, 0) << t.out;
+  EXPECT_NE(t.out.find("first difference: none"), std::string::npos) << t.out;
+  // A float model has nothing to compare: one line, exit 2.
+  CliResult f = joule_cmd("compare default --agreement");
+  EXPECT_EQ(f.code, 2) << f.out;
+  EXPECT_NE(f.out.find("not a quantized (QDQ) model"), std::string::npos) << f.out;
 }
 
 TEST(QuantCli, NonOnnxFormatsAreRefusedForExportUnlessAsked) {

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "joule/api/agreement.h"
+#include "joule/api/quantize.h"
 #include "joule/core/npy.h"
 #include "joule/onnx/model_io.h"
 #include "joule/runtime/session.h"
@@ -66,6 +68,35 @@ TEST_P(PyTorchModel, MatchesPyTorch) {
               static_cast<long long>(d.argmax_ref), ms, s.threads());
   EXPECT_LE(d.rel(), 1e-4);
   EXPECT_EQ(d.argmax_got, d.argmax_ref);
+}
+
+// W8A8 (int8 per-channel weights, uint8 per-tensor activations) calibrated on the model's input:
+// the simulation (--int8 simulated) computes what the integer plan (--int8 real) computes, code
+// for code, on every quantized tensor (api/agreement.h), and the outputs are identical.
+TEST_P(PyTorchModel, Int8SimulationIsTheIntegerPlan) {
+  const char* root = std::getenv("JOULE_MODEL_DIR");
+  if (!root) GTEST_SKIP() << "JOULE_MODEL_DIR not set (make test exports the models)";
+  fs::path dir = fs::path(root) / GetParam();
+  const api::Model m = api::Model::load((dir / "model.onnx").string());
+  api::QuantOptions q;
+  q.config =
+      "default:\n"
+      "  weight: {format: int, bits: 8, symmetric: true, granularity: per_channel, calibrator: minmax}\n"
+      "  input: {format: int, bits: 8, symmetric: false, granularity: per_tensor, calibrator: minmax}\n";
+  q.calib = api::DataSource::from_spec((dir / "input.npy").string());
+  const api::Model qm = api::quantize(m, q).model;
+  const Tensor x = load_npy((dir / "input.npy").string());
+  const api::AgreementReport r = api::simulation_agreement(qm, {{m.input_names()[0], x}}, 1);
+  size_t codes = 0;
+  for (const api::TensorAgreement& t : r.tensors) codes += t.codes();
+  std::printf("%-20s %zu integer nodes, %zu quantized tensors compared, first difference '%s', within one step %.6f\n",
+              GetParam().c_str(), r.integer_nodes, codes, r.first_difference.c_str(), r.min_within_one);
+  EXPECT_GT(r.integer_nodes, 0u);
+  EXPECT_GT(codes, 0u);
+  EXPECT_EQ(r.first_difference, "");
+  EXPECT_EQ(r.min_within_one, 1.0);
+  ASSERT_FALSE(r.outputs.empty());
+  EXPECT_TRUE(std::isinf(r.output_sqnr_db)) << r.output_sqnr_db << " dB";
 }
 
 INSTANTIATE_TEST_SUITE_P(Torchvision, PyTorchModel,

@@ -113,7 +113,12 @@ void check_conv_integer_ops(uint32_t seed) {
     ASSERT_EQ(yq[0].dtype(), DType::Int8);
     int saturated = 0;
     for (size_t i = 0; i < acc.size(); ++i) {
-      const float want = std::min(127.f, std::max(-128.f, std::nearbyint(real(i) / ys) - 5.f));
+      // The integer plan's epilogue (ops/int_util.h Requant): bias in accumulator units, the
+      // output scale, Relu, the zero point, then round half to even.
+      const size_t m = static_cast<size_t>((static_cast<int64_t>(i) / plane) % g.m);
+      const float s = xs * ws[m];
+      const float v = std::max(0.f, (static_cast<float>(acc[i]) + bias[m] / s) * (s / ys));
+      const float want = std::min(127.f, std::max(-128.f, std::nearbyint(v - 5.f)));
       ASSERT_EQ(yq[0].data<int8_t>()[i], static_cast<int8_t>(want)) << i;
       saturated += want == 127.f;
     }

@@ -105,6 +105,16 @@ def test_formats_onnx_cannot_express_need_allow_joule_ops(model, samples, tmp_pa
     assert joule.load(tmp_path / "w4.onnx").num_nodes == q.num_nodes
 
 
+def test_agreement_simulation_is_the_integer_plan(model, samples):
+    q = joule.quantize(model, W8A8, calib=samples[0])
+    a = joule.agreement(q, samples[0][:4])
+    assert a.integer_nodes >= 3 and a.first_difference == "" and a.min_within_one_step == 1.0
+    assert any(t["dtype"] == "uint8" for t in a.tensors) and a.outputs[0]["identical"]
+    assert joule.agreement(q).min_within_one_step == 1.0  # seeded random inputs
+    with pytest.raises(joule.BadInput, match="not a quantized"):
+        joule.agreement(model)
+
+
 def test_sensitivity_automp_compare_info(model, samples, tmp_path):
     s = joule.sensitivity(model, W8A8, calib=samples[0], eval=samples, mode="isolated", samples=8,
                           out_dir=tmp_path / "sens")

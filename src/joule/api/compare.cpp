@@ -77,8 +77,8 @@ CompareReport compare(const Model& m, const CompareOptions& o, const Hooks& hook
       load_samples(eval_set ? *eval_set : *calib_set, base.graph.inputs[0], 1).inputs.at(0);
 
   std::vector<std::string> pipeline = passes::default_pipeline();
-  if (q.int8 == "real") pipeline = passes::int8_pipeline(pipeline);
   profile::ProfileOptions po;
+  apply_int8_mode(q.int8, pipeline, po.algo);
   po.threads = q.threads;
   po.runs = o.runs;
   po.warmup = o.warmup;

@@ -384,8 +384,8 @@ ValidationReport validate_predictions(const std::vector<Model>& models0, const P
   po.runs = vo.runs;
   po.min_time_s = vo.min_time_s;
   po.passes = passes::parse_pipeline(o.passes);
-  if (o.int8 == "real") po.passes = passes::int8_pipeline(po.passes);
   po.algo = o.algo.spec();
+  apply_int8_mode(o.int8, po.passes, po.algo);
   po.checkpoint = [&hooks] { hooks.check(); };
   std::vector<std::optional<profile::ProfileResult>> best(models.size());
   const size_t total = models.size() * static_cast<size_t>(vo.rounds);

@@ -21,16 +21,28 @@ void check_int8_mode(const std::string& mode) {
 
 std::string int8_note(const std::string& mode) {
   return mode == "real" ? "int8 real: QDQ patterns on integer kernels (lower_int8, channels_last), the rest in float"
-                        : "int8 simulated: the float engine runs the QDQ graph";
+                        : "int8 simulated: the integer plan (lower_int8) with its integer arithmetic emulated in "
+                          "float32, the rest in float";
+}
+
+void apply_int8_mode(const std::string& mode, std::vector<std::string>& passes, kernels::AlgoSpec& algo) {
+  if (mode == "none") return;
+  check_int8_mode(mode);
+  passes = passes::int8_pipeline(passes);
+  if (mode != "simulated" || algo.policy == "reference") return;
+  for (const char* cls : {"qconv", "qmatmul"}) {
+    bool ruled = false;
+    for (const auto& [target, names] : algo.rules) ruled = ruled || target == cls;
+    if (!ruled) algo.rules.emplace_back(cls, std::vector<std::string>{"emulated", "reference"});
+  }
 }
 
 nlohmann::json apply_passes(ir::Graph& g, const std::string& passes, const std::string& int8,
                             const runtime::SessionOptions* session) {
-  check_int8_mode(int8);
   std::vector<std::string> names = passes::parse_pipeline(passes);
-  if (int8 == "real") names = passes::int8_pipeline(names);
+  runtime::SessionOptions so = session ? *session : runtime::SessionOptions{};
+  apply_int8_mode(int8, names, so.algo);
   passes::PassOptions opt;
-  const runtime::SessionOptions so = session ? *session : runtime::SessionOptions{};
   opt.channels_last_conv = [&so](const ir::Graph& graph, const ir::Node& n) {
     return so.algo.wants_channels_last(graph, n, so.threads);
   };
@@ -52,6 +64,8 @@ Prepared prepare(ir::Graph g, const PrepareOptions& o) {
   so.threads = o.threads;
   so.algo = o.algo.spec();
   so.release_packed_constants = o.release_packed;
+  std::vector<std::string> unused;
+  apply_int8_mode(o.int8, unused, so.algo);
   Prepared p;
   p.pipeline = apply_passes(g, o.passes, o.int8, &so);
   p.session = std::make_unique<runtime::Session>(std::move(g), so);

@@ -25,7 +25,8 @@ struct AlgoOptions {
 struct PrepareOptions {
   int threads = 0;                   // 0: every core available to the process
   std::string passes = "default";    // "none", "default" or comma-separated pass names
-  std::string int8 = "real";         // QDQ models: "real" (integer kernels) or "simulated"
+  std::string int8 = "real";         // QDQ models: "real" (integer kernels) or "simulated" (apply_int8_mode);
+                                     // "none" (internal: training graphs) lowers nothing
   AlgoOptions algo;
   // Weights held once: each constant a kernel packed is released from the session once packed
   // (runtime::SessionOptions::release_packed_constants). Memory drops only where nothing else
@@ -42,9 +43,15 @@ struct PrepareOptions {
 void check_int8_mode(const std::string& mode);
 // One line on how a QDQ model ran, for reports.
 std::string int8_note(const std::string& mode);
+// How a QDQ model runs in `mode`: both modes lower its QDQ patterns to the integer plan
+// (passes::int8_pipeline prepended to `passes`); "simulated" runs the plan's QConv / QMatMul
+// nodes on the `emulated` kernels (the integer kernels' arithmetic in float32), unless `algo`
+// already has a rule for them or asks for the reference kernels (which compute it too).
+// "none" leaves both alone (training graphs, whose QDQ stays float for the gradients).
+void apply_int8_mode(const std::string& mode, std::vector<std::string>& passes, kernels::AlgoSpec& algo);
 
-// Applies a pass pipeline to `g` before a Session is built. `int8 == "real"` lowers QDQ patterns
-// to integer kernels first (passes::int8_pipeline). `session`: the options the graph will run
+// Applies a pass pipeline to `g` before a Session is built, QDQ patterns lowered first
+// (passes::int8_pipeline; `int8` is checked). `session`: the options the graph will run
 // with (its algorithm choice and threads decide which float convs channels_last moves; null:
 // guess on all cores). JOULE_VERIFY_PASSES=1 verifies the graph after every pass. Returns the
 // pipeline report (passes::run_pipeline).

@@ -37,8 +37,8 @@ ProfileReport profile(const Model& m, const ProfileOptions& o, const Hooks& hook
   if (!o.powercap_root.empty()) opt.meter.powercap_root = o.powercap_root;
   opt.layer_energy = o.layer_energy;
   opt.passes = passes::parse_pipeline(o.passes);
-  if (o.int8 == "real") opt.passes = passes::int8_pipeline(opt.passes);
   opt.algo = o.algo.spec();
+  apply_int8_mode(o.int8, opt.passes, opt.algo);
   opt.checkpoint = [&hooks] { hooks.check(); };
   profile::SweepSpec spec;
   spec.batches = o.batches;

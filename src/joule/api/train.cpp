@@ -183,7 +183,7 @@ TrainReport train(const Model& model, const TrainOptions& o, const Hooks& hooks)
   PrepareOptions po;
   po.threads = o.threads;
   po.passes = "none";
-  po.int8 = "simulated";
+  po.int8 = "none";
   po.algo = o.algo;
   Prepared prep = prepare(ir::Graph(tg.graph), po);
   runtime::Session& session = *prep.session;
@@ -420,7 +420,7 @@ GradientsResult gradients(const Model& model, const GradientsOptions& o) {
   const train::TrainGraph tg = train::build_train_graph(m.graph(), tgo);
   PrepareOptions po = PrepareOptions::with_threads(o.threads);
   po.passes = "none";
-  po.int8 = "simulated";
+  po.int8 = "none";
   Prepared p = prepare(ir::Graph(tg.graph), po);
   runtime::TensorMap in = o.inputs;
   in[tg.target] = o.target;

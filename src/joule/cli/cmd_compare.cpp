@@ -1,27 +1,83 @@
-// joule compare: the accuracy-vs-cost table (api/compare.h) for FP32 and each config.
+// joule compare: the accuracy-vs-cost table (api/compare.h) for FP32 and each config; with
+// --agreement, a quantized model's simulated plan against its integer plan (api/agreement.h).
 #include <fmt/format.h>
 
+#include <cmath>
+
+#include "joule/api/agreement.h"
 #include "joule/api/compare.h"
+#include "joule/api/run.h"
 #include "joule/cli/commands.h"
 #include "joule/cli/quant_flags.h"
 
 namespace joule::cli {
+
+namespace {
+
+int print_agreement(const api::AgreementReport& r, size_t top) {
+  size_t quantized = 0, differing = 0;
+  for (const api::TensorAgreement& t : r.tensors) {
+    quantized += t.codes();
+    differing += t.codes() && t.differ > 0;
+  }
+  fmt::print("{}: simulated plan (--int8 simulated) vs integer plan (--int8 real), {} thread(s), {} integer nodes\n",
+             r.model, r.threads, r.integer_nodes);
+  fmt::print("quantized tensors compared: {}; with codes that differ: {}; within one step: {:.4f}% at worst\n",
+             quantized, differing, 100 * r.min_within_one);
+  fmt::print("first difference: {}; first beyond one step: {}\n",
+             r.first_difference.empty() ? "none" : r.first_difference,
+             r.first_beyond_one.empty() ? "none" : r.first_beyond_one);
+  for (const api::TensorAgreement& t : r.outputs)
+    if (!t.codes())
+      fmt::print("output {}: SQNR of the integer plan against the simulation {}\n", t.tensor,
+                 std::isfinite(t.sqnr_db) ? fmt::format("{:.1f} dB", t.sqnr_db) : "identical (inf)");
+  if (!differing) return 0;
+  fmt::print("\n{:<40} {:<10} {:>10} {:>9} {:>9} {:>6}\n", "quantized tensor (integer plan's order)", "op",
+             "elements", "differ%", ">1 step%", "max");
+  size_t shown = 0;
+  for (const api::TensorAgreement& t : r.tensors) {
+    if (!t.codes() || !t.differ) continue;
+    if (top && shown++ == top) {
+      fmt::print("... {} more (--top 0 shows all)\n", differing - top);
+      break;
+    }
+    fmt::print("{:<40} {:<10} {:>10} {:>9.4f} {:>9.4f} {:>6}\n", shorten(t.tensor, 40), shorten(t.op, 10), t.elements,
+               100.0 * t.differ / t.elements, 100.0 * t.beyond_one / t.elements, t.max_steps);
+  }
+  return 0;
+}
+
+}  // namespace
 
 Action add_compare(CLI::App& app) {
   auto a = std::make_shared<QuantFlags>();
   auto o = std::make_shared<api::CompareOptions>();
   add_quant_flags(app, *a, /*with_config=*/false);
   app.add_option("--configs", o->configs, "quantization configs to compare with FP32 (comma-separated YAML files)")
-      ->required()
       ->delimiter(',');
+  auto agreement = std::make_shared<bool>(false);
+  auto inputs = std::make_shared<std::vector<std::string>>();
+  auto top = std::make_shared<size_t>(20);
+  app.add_flag("--agreement", *agreement,
+               "MODEL is quantized (QDQ): run its simulated and its integer plan on one input and compare every "
+               "quantized tensor (codes that differ, by how many steps) and the outputs (SQNR)");
+  app.add_option("-i,--input", *inputs, "--agreement: input FILE or NAME=FILE; default: seeded random inputs");
+  app.add_option("--top", *top, "--agreement: differing tensors listed (0: all)")->capture_default_str();
   app.add_option("--runs", o->runs, "timed runs per model")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--warmup", o->warmup, "untimed runs first")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--energy", o->energy, "none, auto (rapl, perf, nvml, then the estimator), rapl, perf, nvml, estimate")
       ->capture_default_str();
   app.add_option("--energy-profile", o->energy_profile, "device profile JSON for the estimator");
   app.add_option("-o,--output", o->out_dir, "directory for compare.json and compare.csv");
-  return [a, o] {
+  return [a, o, agreement, inputs, top] {
     o->quant = a->resolved();
+    if (*agreement) {
+      const api::Model m = api::Model::load(a->model);
+      const runtime::TensorMap in = inputs->empty() ? runtime::TensorMap{} : api::read_inputs(*inputs, m.input_names());
+      const api::AgreementReport r = api::simulation_agreement(m, in, o->quant.threads);
+      if (a->format == "json") return fmt::print("{}\n", r.to_json().dump(2)), 0;
+      return print_agreement(r, *top);
+    }
     const api::CompareReport r = api::compare(api::Model::load(a->model), *o, terminal_hooks(a->quiet));
     end_status(a->quiet);
     if (a->format == "json") {

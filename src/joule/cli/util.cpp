@@ -19,6 +19,10 @@ std::string human_count(double v) {
   return u == 0 ? fmt::format("{:.0f}", v) : fmt::format("{:.3g}{}", v, units[u]);
 }
 
+std::string shorten(const std::string& s, size_t width) {
+  return s.size() <= width ? s : "~" + s.substr(s.size() - width + 1);
+}
+
 std::string human_bytes(double v) {
   const char* units[] = {"B", "KB", "MB", "GB", "TB"};
   int u = 0;

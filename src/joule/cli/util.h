@@ -14,6 +14,7 @@ namespace joule::cli {
 
 std::string human_count(double v);   // 1.82G, 11.7M, 932
 std::string human_bytes(double v);   // 44.6 MB
+std::string shorten(const std::string& s, size_t width);  // "~" + the last width-1 characters
 
 // "MODEL" positional ('default' = the bundled Fashion-MNIST CNN).
 void add_model_arg(CLI::App& app, std::string& model);

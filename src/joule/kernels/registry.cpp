@@ -19,6 +19,8 @@ extern const Algorithm kGemmOnednnPacked;
 extern const Algorithm kMatMulOnednnPacked;
 extern const Algorithm kQConvOnednnInt8;
 extern const Algorithm kQMatMulOnednnInt8;
+extern const Algorithm kQConvEmulated;
+extern const Algorithm kQMatMulEmulated;
 extern const Algorithm kConvGradDataOnednn;
 extern const Algorithm kConvGradWeightOnednn;
 extern const Algorithm kUnarySimd;
@@ -34,7 +36,7 @@ extern const Algorithm kBatchNormSimd;
 const std::vector<const Algorithm*>& all_algorithms() {
   static const std::vector<const Algorithm*> all = {&kConvDirect, &kConvIm2colGemm, &kConvImplicitGemm, &kConvFft, &kConvWinograd, &kConvWinogradF2, &kConvOnednn,
                                                      &kGemmOnednnPacked, &kGemmOnednn, &kGemmBlas, &kMatMulOnednnPacked, &kMatMulOnednn, &kMatMulBlas,
-                                                     &kQConvOnednnInt8, &kQMatMulOnednnInt8, &kConvGradDataOnednn,
+                                                     &kQConvOnednnInt8, &kQMatMulOnednnInt8, &kQConvEmulated, &kQMatMulEmulated, &kConvGradDataOnednn,
                                                      &kConvGradWeightOnednn, &kUnarySimd, &kBinarySimd, &kPoolSimd, &kTransposeTiled, &kConcatCopy, &kSliceCopy,
                                                      &kSoftmaxSimd, &kLayerNormSimd, &kBatchNormSimd};
   return all;

@@ -266,11 +266,14 @@ Selection Selector::select(const NodeView& v) {
     else
       reasons += std::string(reasons.empty() ? "" : "; ") + a->name + ": " + r;
   }
+  std::vector<const Algorithm*> rankable;  // what the policies choose among
+  for (const Algorithm* a : supported)
+    if (!a->on_request_only) rankable.push_back(a);
   const std::vector<std::string>* rule = spec_.rule_for(v.node, cls);
-  if (!rule) return choose_by_policy(spec_.policy, v, supported);
+  if (!rule) return choose_by_policy(spec_.policy, v, rankable);
   std::string refused;
   for (const std::string& name : *rule) {
-    if (is_policy(name)) return choose_by_policy(name, v, supported);
+    if (is_policy(name)) return choose_by_policy(name, v, rankable);
     const Algorithm* a = find_algorithm(cls, name);
     if (!a) continue;
     const std::string r = a->supports(v);

@@ -12,6 +12,8 @@
 
 #include "joule/ops/nn_util.h"
 
+#define JOULE_INLINE_EPILOGUE inline __attribute__((always_inline))
+
 namespace joule::ops::qint {
 
 inline bool is_code_type(DType t) { return t == DType::Int8 || t == DType::UInt8; }
@@ -100,40 +102,116 @@ struct Activation {
   }
 };
 
-// The joule QConv / QMatMul epilogue over the exact accumulator `acc` (channel of element i =
-// (i / inner) % channels): real = acc * xs * ws[ch] + bias[ch]; real = act(real); output real
-// (float32), or QuantizeLinear(real, ys, yzp) in y_zero_point's type when input 8 is given.
-// Inputs: 1 x_scale, 4 w_scale, 6 bias (optional), 7 y_scale, 8 y_zero_point (optional).
-inline void q_epilogue(KernelContext& c, const Tensor& acc, int64_t channels, int64_t inner) {
-  const double xs = param(c, 1, 1, 1, "x_scale")[0];
+// The epilogue of joule's QConv / QMatMul as the integer plan computes it — the one description
+// the oneDNN int8 kernels (kernels/int8), the emulated kernels `--int8 simulated` runs and the
+// reference kernels below all follow, so that they agree code for code:
+//   v = (float(acc) + bias_acc[c]) * scale[c]     scale = x_scale * w_scale[c] (/ y_scale)
+//                                                 bias_acc = bias[c] / (x_scale * w_scale[c])
+//   v = act(v)                                    Clip's bounds divided by y_scale
+//   y = v (float32), or saturate(round_half_even(v + y_zero_point)) (uint8 / int8 codes)
+// (oneDNN's order: bias in accumulator units, output scales, eltwise post-ops, the zero point as
+// a linear post-op, then rounding and saturation.)
+struct Requant {
+  std::vector<float> scale, bias_acc;  // per channel; bias_acc empty without a bias
+  int act = 0;                         // 0 none, 1 Relu, 2 LeakyRelu, 3 Clip
+  float alpha = 0, beta = 0;           // LeakyRelu slope; Clip bounds (in output units)
+  DType out = DType::Float32;          // Float32, UInt8 or Int8
+  float zero_point = 0;
+
+  // "" and filled, or the reason the parameters do not make an integer epilogue.
+  static std::string make(double x_scale, const std::vector<double>& w_scale, const float* bias, int64_t channels,
+                          bool requantized, double y_scale, double y_zero_point, DType out, const std::string& kind,
+                          const std::vector<float>& params, Requant* r) {
+    const size_t ch = static_cast<size_t>(channels);
+    const float ys = requantized ? static_cast<float>(y_scale) : 1.f;
+    if (requantized && !(ys > 0)) return "y_scale is not positive";
+    r->scale.assign(ch, 0.f);
+    r->bias_acc.assign(bias ? ch : 0, 0.f);
+    for (size_t k = 0; k < ch; ++k) {
+      const float s = static_cast<float>(x_scale) * static_cast<float>(w_scale[w_scale.size() > 1 ? k : 0]);
+      if (!(s > 0)) return "a scale is not positive";
+      r->scale[k] = s / ys;
+      if (bias) r->bias_acc[k] = bias[k] / s;
+    }
+    r->act = kind.empty() ? 0 : kind == "Relu" ? 1 : kind == "LeakyRelu" ? 2 : kind == "Clip" ? 3 : -1;
+    if (r->act < 0 || params.size() != (r->act == 3 ? 2u : r->act == 2 ? 1u : 0u)) return "activation '" + kind + "'";
+    if (r->act == 2) r->alpha = params[0];
+    if (r->act == 3) r->alpha = params[0] / ys, r->beta = params[1] / ys;
+    r->out = requantized ? out : DType::Float32;
+    r->zero_point = static_cast<float>(y_zero_point);
+    return "";
+  }
+  // v for accumulator `acc` of channel `c`, activated (before the zero point).
+  JOULE_INLINE_EPILOGUE float value(float acc, size_t c) const {
+    const float b = bias_acc.empty() ? 0.f : bias_acc[c];
+    switch (act) {
+      case 1: return activated<1>(acc, b, scale[c]);
+      case 2: return activated<2>(acc, b, scale[c]);
+      case 3: return activated<3>(acc, b, scale[c]);
+      default: return activated<0>(acc, b, scale[c]);
+    }
+  }
+  // The same with the activation a template argument and the channel's bias and scale given
+  // (a bias of 0 where there is none: acc + 0 is acc), for loops that vectorise.
+  template <int Act>
+  JOULE_INLINE_EPILOGUE float activated(float acc, float bias, float s) const {
+    float v = (acc + bias) * s;
+    if constexpr (Act == 1) v = v > 0.f ? v : 0.f;
+    if constexpr (Act == 2) v = v > 0.f ? v : v * alpha;
+    if constexpr (Act == 3) v = v < alpha ? alpha : (v > beta ? beta : v);
+    return v;
+  }
+};
+
+// Codes of type Q: saturate(round_half_even(v + zp)). Adding and subtracting 1.5 * 2^23 rounds
+// to nearest, ties to even, without libm (v is first clamped to one past the code range).
+template <class Q>
+JOULE_INLINE_EPILOGUE Q requant_code(float v, float zp) {
+  constexpr float kRound = 12582912.0f;
+  const float lo = static_cast<float>(std::numeric_limits<Q>::min());
+  const float hi = static_cast<float>(std::numeric_limits<Q>::max());
+  v += zp;
+  v = v > lo - 1 ? (v < hi + 1 ? v : hi + 1) : lo - 1;  // NaN ends at lo
+  float q = (v + kRound) - kRound;
+  q = q < lo ? lo : (q > hi ? hi : q);
+  return static_cast<Q>(static_cast<int32_t>(q));
+}
+
+// The Requant of a QConv / QMatMul node being run (inputs 1 x_scale, 4 w_scale, 6 bias, 7 y_scale,
+// 8 y_zero_point; attributes activation / activation_params).
+inline Requant requant_of(const KernelContext& c, int64_t channels) {
   const std::vector<double> ws = param(c, 4, channels, 1, "w_scale");
-  std::vector<float> scale(static_cast<size_t>(channels)), bias(static_cast<size_t>(channels), 0.f);
-  for (int64_t k = 0; k < channels; ++k)
-    scale[static_cast<size_t>(k)] =
-        static_cast<float>(xs) * static_cast<float>(ws[ws.size() > 1 ? static_cast<size_t>(k) : 0]);
+  const float* bias = nullptr;
   if (c.has(6)) {
     const Tensor& b = c.in(6);
     JOULE_CHECK(b.dtype() == DType::Float32 && b.numel() == channels,
                 c.node.where() + ": bias " + b.describe() + " must be float32 with " + std::to_string(channels) + " values");
-    for (int64_t k = 0; k < channels; ++k) bias[static_cast<size_t>(k)] = b.data<float>()[k];
+    bias = b.data<float>();
   }
-  const Activation act(c.node);
-  const double* a = acc.data<double>();
-  auto real = [&](int64_t i) {
-    const size_t ch = static_cast<size_t>((i / inner) % channels);
-    return act(static_cast<float>(a[i]) * scale[ch] + bias[ch]);
-  };
-  if (!c.has(7)) {
-    Tensor y(DType::Float32, acc.shape());
-    for (int64_t i = 0; i < acc.numel(); ++i) y.data<float>()[i] = real(i);
-    c.outputs[0] = std::move(y);
-    return;
-  }
-  const float ys = static_cast<float>(param(c, 7, 1, 1, "y_scale")[0]);
-  const float yzp = static_cast<float>(param(c, 8, 1, 0, "y_zero_point")[0]);
   const DType t = c.has(8) ? c.in(8).dtype() : DType::UInt8;
-  JOULE_CHECK(is_code_type(t), c.node.where() + ": y_zero_point must be uint8 or int8");
-  c.outputs[0] = to_codes(t, acc.shape(), yzp, [&](int64_t i) { return real(i) / ys; });
+  JOULE_CHECK(!c.has(7) || is_code_type(t), c.node.where() + ": y_zero_point must be uint8 or int8");
+  const Activation act(c.node);
+  Requant r;
+  const std::string why = Requant::make(param(c, 1, 1, 1, "x_scale")[0], ws, bias, channels, c.has(7),
+                                        c.has(7) ? param(c, 7, 1, 1, "y_scale")[0] : 1.0,
+                                        c.has(7) ? param(c, 8, 1, 0, "y_zero_point")[0] : 0.0, t, act.kind, act.p, &r);
+  JOULE_CHECK(why.empty(), c.node.where() + ": " + why);
+  return r;
+}
+
+// The reference epilogue over the exact accumulator `acc` (float64; channel of element i =
+// (i / inner) % channels), as Requant describes it.
+inline void q_epilogue(KernelContext& c, const Tensor& acc, int64_t channels, int64_t inner) {
+  const Requant r = requant_of(c, channels);
+  const double* a = acc.data<double>();
+  Tensor y(r.out, acc.shape());
+  for (int64_t i = 0; i < acc.numel(); ++i) {
+    const float v = r.value(static_cast<float>(a[i]), static_cast<size_t>((i / inner) % channels));
+    if (r.out == DType::UInt8) y.data<uint8_t>()[i] = requant_code<uint8_t>(v, r.zero_point);
+    else if (r.out == DType::Int8) y.data<int8_t>()[i] = requant_code<int8_t>(v, r.zero_point);
+    else y.data<float>()[i] = v;
+  }
+  c.outputs[0] = std::move(y);
 }
 
 // Output dtype of QConv / QMatMul from their input types.

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <unordered_set>
 
+#include "joule/api/agreement.h"
 #include "joule/api/automp.h"
 #include "joule/api/compare.h"
 #include "joule/api/energy.h"
@@ -563,6 +564,13 @@ PYBIND11_MODULE(_joule, m) {
     k.finish();
     return dump(without_gil(py::none(), [&](const api::Hooks&) { return api::info(model, o); }));
   }, py::arg("model"));
+
+  m.def("agreement", [](const api::Model& model, py::object inputs, int threads) {
+    const runtime::TensorMap in = inputs.is_none() ? runtime::TensorMap{} : to_inputs(inputs, model.input_names());
+    return dump(without_gil(py::none(), [&](const api::Hooks&) {
+      return api::simulation_agreement(model, in, threads).to_json();
+    }));
+  }, py::arg("model"), py::arg("inputs") = py::none(), py::arg("threads") = 1);
 
   m.def("draw_graph", [](const api::Model& model, const std::string& out) {
     py::gil_scoped_release nogil;

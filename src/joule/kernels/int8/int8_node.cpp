@@ -1,5 +1,7 @@
 #include "joule/kernels/int8/int8_node.h"
 
+#include "joule/kernels/conv/conv_node.h"
+
 namespace joule::kernels {
 
 namespace {
@@ -16,11 +18,9 @@ bool read_param(const NodeView& v, size_t i, int64_t channels, std::vector<doubl
 }  // namespace
 
 std::string read_int8_params(const NodeView& v, int64_t channels, Int8Params* p) {
-  const ir::Node& n = v.node;
-  const size_t ci = static_cast<size_t>(channels);
   p->x_type = v.in_types[0]->dtype;
   if (p->x_type != DType::UInt8 && p->x_type != DType::Int8) return "input codes are not uint8/int8";
-  std::vector<double> xs, xzp{0}, ws, wzp{0}, ys, yzp{0};
+  std::vector<double> xs, xzp{0}, ws, wzp{0}, ys{1}, yzp{0};
   if (!read_param(v, 1, 1, &xs)) return "x_scale is not a constant scalar";
   if (v.has(2) && !read_param(v, 2, 1, &xzp)) return "x_zero_point is not a constant scalar";
   p->w = v.constant(3);
@@ -36,30 +36,49 @@ std::string read_int8_params(const NodeView& v, int64_t channels, Int8Params* p)
   if (p->y_type != DType::Float32 && p->y_type != DType::UInt8 && p->y_type != DType::Int8)
     return "output type is not float32/uint8/int8";
   p->x_zero_point = static_cast<int32_t>(xzp[0]);
-  p->y_zero_point = static_cast<float>(yzp[0]);
-  const float y_scale = requant ? static_cast<float>(ys[0]) : 1.f;
   const Tensor* bias = v.has(6) ? v.constant(6) : nullptr;
   if (v.has(6) && (!bias || bias->dtype() != DType::Float32 || bias->numel() != channels))
     return "bias is not a constant float32 vector";
-  p->output_scale.assign(ci, 0.f);
-  if (bias) p->bias_acc.assign(ci, 0.f);
-  for (size_t k = 0; k < ci; ++k) {
-    const float s = static_cast<float>(xs[0]) * static_cast<float>(ws[ws.size() > 1 ? k : 0]);
-    if (!(s > 0)) return "a scale is not positive";
-    p->output_scale[k] = s / y_scale;
-    if (bias) p->bias_acc[k] = bias->data<float>()[k] / s;
+  const ops::qint::Activation act(v.node);
+  return ops::qint::Requant::make(xs[0], ws, bias ? bias->data<float>() : nullptr, channels, requant, ys[0], yzp[0],
+                                  p->y_type, act.kind, act.p, &p->rq);
+}
+
+std::string read_qconv_problem(const NodeView& v, QConvProblem* p) {
+  Shape ws;
+  if (!v.static_shape(0, &p->x_shape) || !v.static_shape(3, &ws) || !v.out_types[0] || !v.out_types[0]->is_static())
+    return "shapes are not static";
+  p->y_shape = v.out_types[0]->static_shape();
+  p->channels_last = v.node.attr_int("channels_last", 0) != 0;
+  Shape xs = p->x_shape;
+  if (p->channels_last) {
+    if (xs.size() != 4) return "channels_last needs a rank-4 input";
+    xs = {xs[0], xs[3], xs[1], xs[2]};
   }
-  p->act = n.attr_string("activation", "");
-  const std::vector<float> ap = n.attr_floats("activation_params", {});
-  if (p->act == "LeakyRelu" && ap.size() == 1) {
-    p->alpha = ap[0];
-  } else if (p->act == "Clip" && ap.size() == 2) {
-    p->alpha = ap[0] / y_scale;
-    p->beta = ap[1] / y_scale;
-  } else if (!p->act.empty() && p->act != "Relu") {
-    return "activation '" + p->act + "'";
-  }
-  return "";
+  if (xs.size() != 3 && xs.size() != 4) return "only 1-D and 2-D convolutions";
+  if (std::string r = read_int8_params(v, ws[0], &p->q); !r.empty()) return r;
+  return read_conv_shape(v.node, xs, ws, p->y_shape, &p->s);
+}
+
+std::string read_qmatmul_problem(const NodeView& v, QMatMulProblem* p) {
+  Shape ws;
+  if (!v.static_shape(0, &p->a_shape) || !v.static_shape(3, &ws) || !v.out_types[0] || !v.out_types[0]->is_static())
+    return "shapes are not static";
+  if (ws.size() != 2 || p->a_shape.empty()) return "B is not 2-D or A is a scalar";
+  p->y_shape = v.out_types[0]->static_shape();
+  p->K = ws[0];
+  p->N = ws[1];
+  if (p->a_shape.back() != p->K) return "inner dimensions differ";
+  p->M = shape_numel(p->a_shape) / std::max<int64_t>(1, p->K);
+  if (p->M * p->N != shape_numel(p->y_shape)) return "output shape does not match";
+  return read_int8_params(v, p->N, &p->q);
+}
+
+void check_int8_input(const ops::KernelContext& k, const Int8Params& q, const Shape& planned) {
+  const Tensor& X = k.in(0);
+  if (X.dtype() != q.x_type || X.shape() != planned)
+    fail(k.node.where() + ": input " + X.describe() + " differs from the planned " + dtype_name(q.x_type) +
+         shape_str(planned));
 }
 
 }  // namespace joule::kernels

@@ -20,29 +20,6 @@ using tag = memory::format_tag;
 using dt = memory::data_type;
 
 
-struct QConvProblem {
-  ConvShape s;
-  Int8Params q;
-  Shape x_shape, y_shape;  // as the tensors are (N,H,W,C when channels_last)
-  bool channels_last = false;
-};
-
-std::string read(const NodeView& v, QConvProblem* p) {
-  Shape ws;
-  if (!v.static_shape(0, &p->x_shape) || !v.static_shape(3, &ws) || !v.out_types[0] || !v.out_types[0]->is_static())
-    return "shapes are not static";
-  p->y_shape = v.out_types[0]->static_shape();
-  p->channels_last = v.node.attr_int("channels_last", 0) != 0;
-  Shape xs = p->x_shape;
-  if (p->channels_last) {
-    if (xs.size() != 4) return "channels_last needs a rank-4 input";
-    xs = {xs[0], xs[3], xs[1], xs[2]};
-  }
-  if (xs.size() != 3 && xs.size() != 4) return "only 1-D and 2-D convolutions";
-  if (std::string r = read_int8_params(v, ws[0], &p->q); !r.empty()) return r;
-  return read_conv_shape(v.node, xs, ws, p->y_shape, &p->s);
-}
-
 class OnednnQConv : public Kernel {
  public:
   OnednnQConv(const QConvProblem& p, int threads) : p_(p), stream_(onednn_engine()) {
@@ -58,7 +35,7 @@ class OnednnQConv : public Kernel {
     const tag user_tag = p.channels_last ? tag::nhwc : tag::nchw;
     user_src_md_ = memory::desc(src_dims, src_t, user_tag);
     user_dst_md_ = memory::desc(dst_dims, dst_t, user_tag);
-    const bool bias = !q.bias_acc.empty();
+    const bool bias = !q.rq.bias_acc.empty();
     const memory::desc bias_md = bias ? memory::desc({s.m}, dt::f32, tag::x) : memory::desc();
     dnnl::convolution_forward::desc d(
         dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
@@ -95,10 +72,8 @@ class OnednnQConv : public Kernel {
   }
 
   void run(ops::KernelContext& k) const override {
+    check_int8_input(k, p_.q, p_.x_shape);
     const Tensor& X = k.in(0);
-    if (X.dtype() != p_.q.x_type || X.shape() != p_.x_shape)
-      fail(k.node.where() + ": input " + X.describe() + " differs from the planned " + dtype_name(p_.q.x_type) +
-           shape_str(p_.x_shape));
     Tensor& Y = k.output(0, p_.q.y_type, p_.y_shape);
     onednn_set_threads(k.pool->threads());
     user_src_.set_data_handle(const_cast<void*>(X.raw()));
@@ -125,12 +100,12 @@ class OnednnQConv : public Kernel {
 
 std::string supports(const NodeView& v) {
   QConvProblem p;
-  return read(v, &p);
+  return read_qconv_problem(v, &p);
 }
 
 double estimate_ms(const NodeView& v) {
   QConvProblem p;
-  read(v, &p);
+  read_qconv_problem(v, &p);
   // VNNI: ~4x the FP32 FMA rate; activations moved twice (reorders).
   const double bytes = static_cast<double>(p.s.n) * (p.s.c * p.s.h * p.s.w + p.s.m * p.s.oh * p.s.ow);
   return 2.0 * p.s.macs() / (600e9 * v.threads) * 1e3 + 2 * bytes / 10e9 * 1e3 + 0.005;
@@ -138,7 +113,7 @@ double estimate_ms(const NodeView& v) {
 
 std::unique_ptr<Kernel> prepare(const NodeView& v) {
   QConvProblem p;
-  if (std::string r = read(v, &p); !r.empty()) fail_internal(v.node.where() + ": " + r);
+  if (std::string r = read_qconv_problem(v, &p); !r.empty()) fail_internal(v.node.where() + ": " + r);
   try {
     return std::make_unique<OnednnQConv>(p, v.threads);
   } catch (const dnnl::error& e) {

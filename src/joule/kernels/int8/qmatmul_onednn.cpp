@@ -16,42 +16,20 @@ using tag = memory::format_tag;
 using dt = memory::data_type;
 
 
-struct QMatMulProblem {
-  Int8Params q;
-  Shape a_shape, y_shape;
-  int64_t M = 0, K = 0, N = 0;
-};
-
-std::string read(const NodeView& v, QMatMulProblem* p) {
-  Shape ws;
-  if (!v.static_shape(0, &p->a_shape) || !v.static_shape(3, &ws) || !v.out_types[0] || !v.out_types[0]->is_static())
-    return "shapes are not static";
-  if (ws.size() != 2 || p->a_shape.empty()) return "B is not 2-D or A is a scalar";
-  p->y_shape = v.out_types[0]->static_shape();
-  p->K = ws[0];
-  p->N = ws[1];
-  if (p->a_shape.back() != p->K) return "inner dimensions differ";
-  p->M = shape_numel(p->a_shape) / std::max<int64_t>(1, p->K);
-  if (p->M * p->N != shape_numel(p->y_shape)) return "output shape does not match";
-  return read_int8_params(v, p->N, &p->q);
-}
-
 class OnednnQMatMul : public Kernel {
  public:
   OnednnQMatMul(const QMatMulProblem& p, int threads)
       : p_(p),
         mm_(memory::desc({p.M, p.K}, onednn_code_type(p.q.x_type), tag::ab),
             memory({{p.K, p.N}, dt::s8, tag::ab}, onednn_engine(), const_cast<int8_t*>(p.q.w->data<int8_t>())),
-            p.q.bias_acc.empty() ? memory::desc() : memory::desc({1, p.N}, dt::f32, tag::ab),
+            p.q.rq.bias_acc.empty() ? memory::desc() : memory::desc({1, p.N}, dt::f32, tag::ab),
             memory::desc({p.M, p.N}, onednn_code_type(p.q.y_type), tag::ab), onednn_int8_attr(p.q), threads) {
     onednn_bind_int8_args(p.q, mm_.pd().bias_desc(), mm_.args());
   }
 
   void run(ops::KernelContext& k) const override {
+    check_int8_input(k, p_.q, p_.a_shape);
     const Tensor& A = k.in(0);
-    if (A.dtype() != p_.q.x_type || A.shape() != p_.a_shape)
-      fail(k.node.where() + ": input " + A.describe() + " differs from the planned " + dtype_name(p_.q.x_type) +
-           shape_str(p_.a_shape));
     Tensor& Y = k.output(0, p_.q.y_type, p_.y_shape);
     mm_.execute(A.raw(), Y.raw(), k.pool->threads());
   }
@@ -65,18 +43,18 @@ class OnednnQMatMul : public Kernel {
 
 std::string supports(const NodeView& v) {
   QMatMulProblem p;
-  return read(v, &p);
+  return read_qmatmul_problem(v, &p);
 }
 
 double estimate_ms(const NodeView& v) {
   QMatMulProblem p;
-  read(v, &p);
+  read_qmatmul_problem(v, &p);
   return 2.0 * static_cast<double>(p.M) * p.N * p.K / (400e9 * v.threads) * 1e3 + 0.003;
 }
 
 std::unique_ptr<Kernel> prepare(const NodeView& v) {
   QMatMulProblem p;
-  if (std::string r = read(v, &p); !r.empty()) fail_internal(v.node.where() + ": " + r);
+  if (std::string r = read_qmatmul_problem(v, &p); !r.empty()) fail_internal(v.node.where() + ": " + r);
   try {
     return std::make_unique<OnednnQMatMul>(p, v.threads);
   } catch (const dnnl::error& e) {
