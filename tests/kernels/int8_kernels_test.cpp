@@ -1,10 +1,12 @@
 // The oneDNN int8 algorithms of joule's QConv and QMatMul against their reference kernels on
 // random shapes: groups, depthwise, strides, pads, dilations, batch 2, uint8/int8 inputs with
 // zero points, per-tensor and per-channel weight scales, float / uint8 / int8 outputs with
-// Relu / Clip; the emulated algorithms (what --int8 simulated runs) alike. All compute one
-// epilogue, so outputs must be identical. The implementation oneDNN picks must be a JIT one.
+// Relu / Clip / SiLU / HardSwish; the emulated algorithms (what --int8 simulated runs) alike.
+// All compute one epilogue, so outputs must be identical (oneDNN's swish and hardswish post-ops
+// within float rounding). The implementation oneDNN picks must be a JIT one.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <random>
 
@@ -41,7 +43,9 @@ struct Case {
 
 const Case kCases[] = {{DType::UInt8, 128, true, DType::UInt8, "Relu"}, {DType::UInt8, 37, false, DType::Float32, ""},
                        {DType::Int8, -3, true, DType::Int8, "Clip"},    {DType::Int8, 0, true, DType::Float32, "Relu"},
-                       {DType::UInt8, 0, true, DType::Int8, ""},        {DType::UInt8, 250, true, DType::UInt8, "Clip"}};
+                       {DType::UInt8, 0, true, DType::Int8, ""},        {DType::UInt8, 250, true, DType::UInt8, "Clip"},
+                       {DType::UInt8, 120, true, DType::UInt8, "SiLU"}, {DType::Int8, 3, true, DType::Float32, "SiLU"},
+                       {DType::UInt8, 128, false, DType::Int8, "HardSwish"}};
 
 // Adds the quantization parameters (inputs 1..8) and the node; returns the builder.
 void add_params(GraphBuilder& b, const Case& c, const Tensor& w, int64_t channels, uint32_t seed) {
@@ -62,7 +66,7 @@ void add_params(GraphBuilder& b, const Case& c, const Tensor& w, int64_t channel
 std::map<std::string, ir::Attribute> act_attrs(const std::string& act) {
   std::map<std::string, ir::Attribute> a;
   a["activation"] = act;
-  a["activation_params"] = act == "Clip" ? std::vector<float>{-0.5f, 3.f} : std::vector<float>{};
+  a["activation_params"] = act == "Clip" ? std::vector<float>{-0.5f, 3.f} : std::vector<float>{};  // SiLU, HardSwish: none
   return a;
 }
 
@@ -74,9 +78,21 @@ void compare(const ir::Graph& g, const runtime::TensorMap& in, const std::string
   r.algo.add("reference");
   const Tensor want = runtime::Session(g, r).run(in).at("y");
   for (const char* name : {"onednn_int8", "emulated"}) {
+    // oneDNN's swish / hardswish post-ops compute their exp and divisions their own way: within
+    // float rounding there (and one code on rare ties); everything else is bit-exact. oneDNN has
+    // no int8 kernel for a few grouped shapes with them (the algorithm says so; guess then
+    // takes another).
+    const bool approx = std::string(name) == "onednn_int8" && (c.act == "SiLU" || c.act == "HardSwish");
     runtime::SessionOptions o;
     o.algo.add(cls + "=" + name);
-    runtime::Session fast(g, o);
+    std::unique_ptr<runtime::Session> session;
+    try {
+      session = std::make_unique<runtime::Session>(g, o);
+    } catch (const std::exception& e) {
+      ASSERT_TRUE(approx && std::string(e.what()).find("oneDNN has no int8 kernel") != std::string::npos) << e.what();
+      continue;
+    }
+    runtime::Session& fast = *session;
     std::string algo, detail;
     for (size_t i = 0; i < fast.num_steps(); ++i)
       if (fast.step_node(i).name == "q") {
@@ -90,10 +106,26 @@ void compare(const ir::Graph& g, const runtime::TensorMap& in, const std::string
     ASSERT_EQ(got.dtype(), want.dtype());
     ASSERT_EQ(got.shape(), want.shape());
     int64_t off = 0;
-    for (int64_t i = 0; i < want.numel(); ++i)
-      off += c.y_type == DType::Float32 ? got.data<float>()[i] != want.data<float>()[i]
-                                        : got.value_as_int(i) != want.value_as_int(i);
-    EXPECT_EQ(off, 0) << name << " " << detail << ": " << off << " of " << want.numel() << " differ";
+    for (int64_t i = 0; i < want.numel(); ++i) {
+      if (c.y_type == DType::Float32) {
+        const float a = got.data<float>()[i], b = want.data<float>()[i];
+        if (approx) {
+          ASSERT_NEAR(a, b, 1e-5f * (1.f + std::fabs(b))) << i;
+        }
+        off += a != b;
+      } else {
+        const int64_t a = got.value_as_int(i), b = want.value_as_int(i);
+        if (approx) {
+          ASSERT_LE(std::abs(a - b), 1) << i;
+        }
+        off += a != b;
+      }
+    }
+    if (!approx) {
+      EXPECT_EQ(off, 0) << name << " " << detail << ": " << off << " of " << want.numel() << " differ";
+    } else if (c.y_type != DType::Float32) {
+      EXPECT_LE(off, want.numel() / 100 + 1) << detail;
+    }
   }
 }
 

@@ -147,6 +147,36 @@ TEST(LowerInt8, SmallNetUint8PerChannel) {
   }
 }
 
+// x -> Conv -> SiLU (x * Sigmoid(x)) -> Conv -> HardSwish (x * HardSigmoid(x, 1/6, 1/2)) -> Conv:
+// each gated activation moves into the QConv before it, which then requantizes its output.
+TEST(LowerInt8, SwishGatesMoveIntoTheIntegerConv) {
+  GraphBuilder b;
+  b.input("x", DType::Float32, {2, 3, 12, 12})
+      .init("w1", random_tensor({8, 3, 3, 3}, 1, -0.5f, 0.5f))
+      .init("w2", random_tensor({8, 8, 1, 1}, 2, -0.5f, 0.5f))
+      .init("b2", random_tensor({8}, 3))
+      .init("w3", random_tensor({4, 8, 1, 1}, 4, -0.5f, 0.5f))
+      .node("Conv", {"x", "w1"}, {"c1"}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}})
+      .node("Sigmoid", {"c1"}, {"g1"})
+      .node("Mul", {"c1", "g1"}, {"a1"})
+      .node("Conv", {"a1", "w2", "b2"}, {"c2"})
+      .node("HardSigmoid", {"c2"}, {"g2"}, {{"alpha", 1.f / 6}, {"beta", 0.5f}})
+      .node("Mul", {"g2", "c2"}, {"a2"})
+      .node("Conv", {"a2", "w3"}, {"y"})
+      .output("y");
+  const ir::Graph sim = quantized(b.build(), kW8A8, random_inputs(4, 30));
+  ir::Graph low = sim;
+  const auto report = passes::run_pipeline(low, {"lower_int8"});
+  EXPECT_EQ(count(low, "QConv"), 3);
+  EXPECT_EQ(count(low, "Sigmoid") + count(low, "HardSigmoid") + count(low, "Mul"), 0);
+  std::vector<std::string> acts;
+  for (auto& n : low.nodes)
+    if (n->op_type == "QConv") acts.push_back(n->attr_string("activation", ""));
+  EXPECT_EQ(acts, (std::vector<std::string>{"SiLU", "HardSwish", ""}));
+  EXPECT_EQ(report["passes"].front()["info"]["requantized"].get<int>(), 2);
+  expect_agree(sim, low, random_inputs(3, 70), 0.05);
+}
+
 TEST(LowerInt8, SmallNetInt8WithInt32Bias) {
   const ir::Graph sim = quantized(small_net(), kS8DerivedBias, random_inputs(4, 20));
   ir::Graph low = sim;

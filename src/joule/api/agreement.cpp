@@ -32,7 +32,9 @@ class Comparer : public runtime::Observer {
   explicit Comparer(const std::map<std::string, Tensor>& sim) : sim_(sim) {}
   void after_node(size_t, const ir::Node& n, const std::vector<const Tensor*>&,
                   const std::vector<Tensor>& outputs) override {
-    if (n.domain == "joule" && (n.op_type == "QConv" || n.op_type == "QMatMul")) ++integer_nodes;
+    if (n.domain == "joule" && (n.op_type == "QConv" || n.op_type == "QMatMul") &&
+        n.meta["software"].value("algorithm", "reference") == "onednn_int8")
+      ++integer_nodes;
     for (size_t i = 0; i < outputs.size() && i < n.outputs.size(); ++i) {
       if (n.outputs[i].empty() || !outputs[i].defined() || seen_.count(n.outputs[i])) continue;
       seen_.insert(n.outputs[i]);

@@ -35,7 +35,7 @@ struct AgreementReport {
   int threads = 1;
   std::vector<TensorAgreement> tensors;  // integer plan's order; graph outputs included
   std::vector<TensorAgreement> outputs;  // the graph outputs
-  size_t integer_nodes = 0;              // QConv / QMatMul steps of the integer plan
+  size_t integer_nodes = 0;              // QConv / QMatMul steps of the integer plan on integer kernels
   std::string first_difference;          // first quantized tensor with any code differing ("" none)
   std::string first_beyond_one;          // first with a code more than one step apart ("" none)
   double min_within_one = 1;             // over the quantized tensors

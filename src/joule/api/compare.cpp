@@ -14,12 +14,13 @@ namespace joule::api {
 
 namespace {
 
-// Layers of a profile that ran on integer kernels (what int8 "real" buys).
+// Layers of a profile that ran on integer kernels (what int8 "real" buys; the emulated kernels
+// of int8 "simulated" compute in float32).
 size_t integer_nodes(const profile::ProfileResult& pr) {
   size_t n = 0;
   for (const profile::LayerResult& l : pr.layers)
     for (const char* op : {"QConv", "QMatMul", "QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger"})
-      n += l.op == op;
+      n += l.op == op && l.algorithm != "emulated";
   return n;
 }
 

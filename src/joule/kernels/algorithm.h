@@ -52,7 +52,8 @@ struct Algorithm {
   std::string (*supports)(const NodeView&);             // "" when supported, else the reason
   double (*estimate_ms)(const NodeView&);               // rough time, for `guess`
   std::unique_ptr<Kernel> (*prepare)(const NodeView&);  // only called when supported
-  // Chosen only when a rule names it (never by guess or auto): e.g. the emulated int8 kernels.
+  // Chosen when a rule names it, or by guess/auto only where no other algorithm supports the
+  // node (rather than the reference kernel): e.g. the emulated int8 kernels.
   bool on_request_only = false;
 };
 

@@ -269,6 +269,7 @@ Selection Selector::select(const NodeView& v) {
   std::vector<const Algorithm*> rankable;  // what the policies choose among
   for (const Algorithm* a : supported)
     if (!a->on_request_only) rankable.push_back(a);
+  if (rankable.empty()) rankable = supported;  // an on-request algorithm beats the reference kernel
   const std::vector<std::string>* rule = spec_.rule_for(v.node, cls);
   if (!rule) return choose_by_policy(spec_.policy, v, rankable);
   std::string refused;

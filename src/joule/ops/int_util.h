@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "joule/ops/nn_util.h"
+#include "joule/ops/vec_math.h"
 
 #define JOULE_INLINE_EPILOGUE inline __attribute__((always_inline))
 
@@ -80,22 +81,19 @@ Tensor to_codes(DType t, const Shape& shape, float zp, const F& f) {
 }
 
 // The fused activation of QConv / QMatMul, named like FusedConv's epilogue: `activation`
-// ("", Relu, LeakyRelu, Clip) with `activation_params` (LeakyRelu: [alpha]; Clip: [min, max]).
+// ("", Relu, LeakyRelu, Clip, SiLU, HardSwish) with `activation_params` (LeakyRelu: [alpha];
+// Clip: [min, max]; none for the others).
 struct Activation {
   std::string kind;
   std::vector<float> p;
   explicit Activation(const ir::Node& n)
       : kind(n.attr_string("activation", "")), p(n.attr_floats("activation_params", {})) {}
-  float operator()(float v) const {
-    if (kind == "Relu") return v > 0.f ? v : 0.f;
-    if (kind == "LeakyRelu") return v >= 0.f ? v : v * p[0];
-    if (kind == "Clip") return std::min(std::max(v, p[0]), p[1]);
-    return v;
-  }
   // "" when valid, else the reason.
   std::string check() const {
     const size_t want = kind == "Clip" ? 2 : kind == "LeakyRelu" ? 1 : 0;
-    if (!kind.empty() && kind != "Relu" && kind != "LeakyRelu" && kind != "Clip") return "activation '" + kind + "'";
+    if (!kind.empty() && kind != "Relu" && kind != "LeakyRelu" && kind != "Clip" && kind != "SiLU" &&
+        kind != "HardSwish")
+      return "activation '" + kind + "'";
     if (p.size() != want)
       return "activation_params has " + std::to_string(p.size()) + " values, " + kind + " needs " + std::to_string(want);
     return "";
@@ -109,12 +107,17 @@ struct Activation {
 //                                                 bias_acc = bias[c] / (x_scale * w_scale[c])
 //   v = act(v)                                    Clip's bounds divided by y_scale
 //   y = v (float32), or saturate(round_half_even(v + y_zero_point)) (uint8 / int8 codes)
+// SiLU (v sigmoid(v)) and HardSwish (v clamp(v/6 + 1/2, 0, 1)) do not commute with the scale:
+// for them scale = x_scale * w_scale[c], and the activated value is multiplied by post = 1/y_scale.
 // (oneDNN's order: bias in accumulator units, output scales, eltwise post-ops, the zero point as
-// a linear post-op, then rounding and saturation.)
+// a linear post-op — with SiLU/HardSwish, post and the zero point together — then rounding and
+// saturation. oneDNN's own exp inside its swish may differ from joule's in the last bits, so a
+// SiLU layer's codes may differ by one step on rare elements; the others are bit-exact.)
 struct Requant {
   std::vector<float> scale, bias_acc;  // per channel; bias_acc empty without a bias
-  int act = 0;                         // 0 none, 1 Relu, 2 LeakyRelu, 3 Clip
+  int act = 0;                         // 0 none, 1 Relu, 2 LeakyRelu, 3 Clip, 4 SiLU, 5 HardSwish
   float alpha = 0, beta = 0;           // LeakyRelu slope; Clip bounds (in output units)
+  float post = 1;                      // SiLU / HardSwish: 1 / y_scale after the activation
   DType out = DType::Float32;          // Float32, UInt8 or Int8
   float zero_point = 0;
 
@@ -125,16 +128,24 @@ struct Requant {
     const size_t ch = static_cast<size_t>(channels);
     const float ys = requantized ? static_cast<float>(y_scale) : 1.f;
     if (requantized && !(ys > 0)) return "y_scale is not positive";
+    r->act = kind.empty()            ? 0
+             : kind == "Relu"        ? 1
+             : kind == "LeakyRelu"   ? 2
+             : kind == "Clip"        ? 3
+             : kind == "SiLU"        ? 4
+             : kind == "HardSwish"   ? 5
+                                     : -1;
+    if (r->act < 0 || params.size() != (r->act == 3 ? 2u : r->act == 2 ? 1u : 0u)) return "activation '" + kind + "'";
+    const bool commutes = r->act < 4;  // with a positive scale
+    r->post = commutes ? 1.f : 1.f / ys;
     r->scale.assign(ch, 0.f);
     r->bias_acc.assign(bias ? ch : 0, 0.f);
     for (size_t k = 0; k < ch; ++k) {
       const float s = static_cast<float>(x_scale) * static_cast<float>(w_scale[w_scale.size() > 1 ? k : 0]);
       if (!(s > 0)) return "a scale is not positive";
-      r->scale[k] = s / ys;
+      r->scale[k] = commutes ? s / ys : s;
       if (bias) r->bias_acc[k] = bias[k] / s;
     }
-    r->act = kind.empty() ? 0 : kind == "Relu" ? 1 : kind == "LeakyRelu" ? 2 : kind == "Clip" ? 3 : -1;
-    if (r->act < 0 || params.size() != (r->act == 3 ? 2u : r->act == 2 ? 1u : 0u)) return "activation '" + kind + "'";
     if (r->act == 2) r->alpha = params[0];
     if (r->act == 3) r->alpha = params[0] / ys, r->beta = params[1] / ys;
     r->out = requantized ? out : DType::Float32;
@@ -148,6 +159,8 @@ struct Requant {
       case 1: return activated<1>(acc, b, scale[c]);
       case 2: return activated<2>(acc, b, scale[c]);
       case 3: return activated<3>(acc, b, scale[c]);
+      case 4: return activated<4>(acc, b, scale[c]);
+      case 5: return activated<5>(acc, b, scale[c]);
       default: return activated<0>(acc, b, scale[c]);
     }
   }
@@ -159,6 +172,12 @@ struct Requant {
     if constexpr (Act == 1) v = v > 0.f ? v : 0.f;
     if constexpr (Act == 2) v = v > 0.f ? v : v * alpha;
     if constexpr (Act == 3) v = v < alpha ? alpha : (v > beta ? beta : v);
+    if constexpr (Act == 4) v = v * vec::sigmoid(v) * post;
+    if constexpr (Act == 5) {
+      float g = v / 6.f + 0.5f;
+      g = g < 0.f ? 0.f : (g > 1.f ? 1.f : g);
+      v = v * g * post;
+    }
     return v;
   }
 };

@@ -6,9 +6,10 @@
 //     int32 bias)] -> Conv / FusedConv / MatMul / Gemm (transA=0, alpha=beta=1) becomes a joule
 //     QConv / QMatMul reading the codes, with a float output. A FusedConv's activation moves
 //     into the QConv; its residual stays a float Add (followed by the activation).
-//  3. A float QConv / QMatMul absorbs a following Relu / LeakyRelu / Clip (constant bounds), and
-//     then a QuantizeLinear (per tensor) that is its output's only consumer: it requantizes
-//     itself, so activations stay 8-bit between quantized layers.
+//  3. A float QConv / QMatMul absorbs a following Relu / LeakyRelu / Clip (constant bounds) or
+//     y * Sigmoid(y) (SiLU) / y * HardSigmoid(y) (HardSwish), and then a QuantizeLinear (per
+//     tensor) that is its output's only consumer: it requantizes itself, so activations stay
+//     8-bit between quantized layers.
 //  4. QuantizeLinear(DequantizeLinear(c)) with the same scale, zero point and type is c.
 // Anything not matched exactly stays on the float path. Dead DQ/Q nodes and initializers are
 // removed at the end. Not in the default pipeline: `--int8 real` runs it before the default
@@ -304,8 +305,43 @@ class Lowering {
     return true;
   }
 
+  // y * gate(y) on y = n's output, with gate Sigmoid (SiLU) or HardSigmoid(1/6, 1/2)
+  // (HardSwish), as PyTorch exports them: "SiLU" / "HardSwish" and the Mul, or "".
+  std::string swish(const ir::Node& n, ir::Node** gate, ir::Node** mul) const {
+    const std::string& y = n.outputs[0];
+    auto it = cons_.find(y);
+    if (outputs_.count(y) || it == cons_.end() || it->second.size() != 2) return "";
+    for (ir::Node* g : it->second) {
+      if (!g->domain.empty() || g->inputs.size() != 1 || g->outputs.size() != 1) continue;
+      const bool hard = g->op_type == "HardSigmoid";
+      if (g->op_type != "Sigmoid" &&
+          !(hard && std::fabs(g->attr_float("alpha", 0.2f) - 1.f / 6) < 1e-6f && g->attr_float("beta", 0.5f) == 0.5f))
+        continue;
+      ir::Node* m = only_consumer(g->outputs[0]);
+      if (!m || !is_onnx(*m, "Mul") || m->inputs.size() != 2) continue;
+      const bool pair = (m->inputs[0] == y && m->inputs[1] == g->outputs[0]) ||
+                        (m->inputs[1] == y && m->inputs[0] == g->outputs[0]);
+      if (!pair || (it->second[0] != m && it->second[1] != m)) continue;
+      *gate = g;
+      *mul = m;
+      return hard ? "HardSwish" : "SiLU";
+    }
+    return "";
+  }
+
   bool absorb_activation(ir::Node& n) {
     if (!n.attr_string("activation", "").empty()) return false;
+    ir::Node *gate = nullptr, *mul = nullptr;
+    if (const std::string kind = swish(n, &gate, &mul); !kind.empty()) {
+      n.attrs["activation"] = kind;
+      n.attrs["activation_params"] = std::vector<float>{};
+      g_.types.erase(n.outputs[0]);
+      n.outputs[0] = mul->outputs[0];
+      remove(gate);
+      remove(mul);
+      refresh();
+      return true;
+    }
     ir::Node* a = only_consumer(n.outputs[0]);
     if (!a || !a->domain.empty()) return false;
     std::vector<float> params;

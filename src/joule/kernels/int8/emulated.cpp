@@ -68,6 +68,8 @@ void epilogue_typed(const ops::qint::Requant& r, const float* bias, const float*
     case 1: return epilogue_rows<1>(r, bias, acc, y, rows, channels, inner, pool);
     case 2: return epilogue_rows<2>(r, bias, acc, y, rows, channels, inner, pool);
     case 3: return epilogue_rows<3>(r, bias, acc, y, rows, channels, inner, pool);
+    case 4: return epilogue_rows<4>(r, bias, acc, y, rows, channels, inner, pool);
+    case 5: return epilogue_rows<5>(r, bias, acc, y, rows, channels, inner, pool);
     default: return epilogue_rows<0>(r, bias, acc, y, rows, channels, inner, pool);
   }
 }

@@ -24,7 +24,10 @@ dnnl::primitive_attr onednn_int8_attr(const Int8Params& q) {
   if (r.act == 1) po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
   if (r.act == 2) po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, r.alpha, 0.f);
   if (r.act == 3) po.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, r.alpha, r.beta);
-  if (r.zero_point != 0) po.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, 1.f, r.zero_point);
+  if (r.act == 4) po.append_eltwise(1.f, dnnl::algorithm::eltwise_swish, 1.f, 0.f);
+  if (r.act == 5) po.append_eltwise(1.f, dnnl::algorithm::eltwise_hardswish, 1.f / 6.f, 0.5f);
+  if (r.zero_point != 0 || r.post != 1.f)
+    po.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, r.post, r.zero_point);
   attr.set_post_ops(po);
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   return attr;

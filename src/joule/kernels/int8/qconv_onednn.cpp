@@ -20,6 +20,25 @@ using tag = memory::format_tag;
 using dt = memory::data_type;
 
 
+// The primitive descriptor for the problem (throws dnnl::error when oneDNN has no
+// implementation; some grouped shapes with a swish post-op fail only when the primitive is made).
+dnnl::convolution_forward::primitive_desc primitive_desc(const QConvProblem& p) {
+  const ConvShape& s = p.s;
+  const Int8Params& q = p.q;
+  const memory::dims src_dims = {s.n, s.c, s.h, s.w}, dst_dims = {s.n, s.m, s.oh, s.ow};
+  const memory::dims w_dims = s.group > 1 ? memory::dims{s.group, s.mg(), s.cg(), s.kh, s.kw}
+                                          : memory::dims{s.m, s.cg(), s.kh, s.kw};
+  const dt src_t = onednn_code_type(q.x_type), dst_t = onednn_code_type(q.y_type);
+  const memory::desc bias_md = q.rq.bias_acc.empty() ? memory::desc() : memory::desc({s.m}, dt::f32, tag::x);
+  dnnl::convolution_forward::desc d(
+      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+      memory::desc(src_dims, src_t, tag::any), memory::desc(w_dims, dt::s8, tag::any), bias_md,
+      memory::desc(dst_dims, dst_t, tag::any), {s.stride_h, s.stride_w}, {s.dil_h - 1, s.dil_w - 1},
+      {s.pad_top, s.pad_left}, {onednn_pad_end(s.h, s.oh, s.kh, s.stride_h, s.dil_h, s.pad_top),
+                                onednn_pad_end(s.w, s.ow, s.kw, s.stride_w, s.dil_w, s.pad_left)});
+  return dnnl::convolution_forward::primitive_desc(d, onednn_int8_attr(q), onednn_engine());
+}
+
 class OnednnQConv : public Kernel {
  public:
   OnednnQConv(const QConvProblem& p, int threads) : p_(p), stream_(onednn_engine()) {
@@ -31,20 +50,10 @@ class OnednnQConv : public Kernel {
     const bool grouped = s.group > 1;
     const memory::dims w_dims = grouped ? memory::dims{s.group, s.mg(), s.cg(), s.kh, s.kw}
                                         : memory::dims{s.m, s.cg(), s.kh, s.kw};
-    const dt src_t = onednn_code_type(q.x_type), dst_t = onednn_code_type(q.y_type);
     const tag user_tag = p.channels_last ? tag::nhwc : tag::nchw;
-    user_src_md_ = memory::desc(src_dims, src_t, user_tag);
-    user_dst_md_ = memory::desc(dst_dims, dst_t, user_tag);
-    const bool bias = !q.rq.bias_acc.empty();
-    const memory::desc bias_md = bias ? memory::desc({s.m}, dt::f32, tag::x) : memory::desc();
-    dnnl::convolution_forward::desc d(
-        dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-        memory::desc(src_dims, src_t, tag::any), memory::desc(w_dims, dt::s8, tag::any), bias_md,
-        memory::desc(dst_dims, dst_t, tag::any), {s.stride_h, s.stride_w}, {s.dil_h - 1, s.dil_w - 1},
-        {s.pad_top, s.pad_left}, {onednn_pad_end(s.h, s.oh, s.kh, s.stride_h, s.dil_h, s.pad_top),
-                                  onednn_pad_end(s.w, s.ow, s.kw, s.stride_w, s.dil_w, s.pad_left)});
-    const dnnl::primitive_attr attr = onednn_int8_attr(q);
-    pd_ = dnnl::convolution_forward::primitive_desc(d, attr, eng);
+    user_src_md_ = memory::desc(src_dims, onednn_code_type(q.x_type), user_tag);
+    user_dst_md_ = memory::desc(dst_dims, onednn_code_type(q.y_type), user_tag);
+    pd_ = primitive_desc(p);
     prim_ = dnnl::convolution_forward(pd_);
 
     memory user_w({w_dims, dt::s8, grouped ? tag::goihw : tag::oihw}, eng, const_cast<int8_t*>(q.w->data<int8_t>()));
@@ -100,7 +109,15 @@ class OnednnQConv : public Kernel {
 
 std::string supports(const NodeView& v) {
   QConvProblem p;
-  return read_qconv_problem(v, &p);
+  if (std::string r = read_qconv_problem(v, &p); !r.empty()) return r;
+  if (p.q.rq.act < 4) return "";
+  try {  // oneDNN lacks some grouped kernels with a swish / hardswish post-op
+    onednn_set_threads(v.threads);  // the implementation depends on the team size
+    dnnl::convolution_forward prim(primitive_desc(p));  // JIT code made (and cached) here
+    return "";
+  } catch (const dnnl::error&) {
+    return "oneDNN has no int8 kernel for " + p.s.str() + " with the " + v.node.attr_string("activation", "") + " post-op";
+  }
 }
 
 double estimate_ms(const NodeView& v) {
