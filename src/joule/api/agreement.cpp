@@ -125,7 +125,7 @@ nlohmann::json TensorAgreement::to_json() const {
     j["max_steps"] = max_steps;
     j["within_one_step"] = within_one();
   } else {
-    j["sqnr_db"] = number(sqnr_db);  // null: identical (or non-finite values that differ: see max)
+    j["sqnr_db"] = number(sqnr_db);  // null when not finite: identical (+inf), or NaN/Inf that differ (-inf)
     j["identical"] = std::isinf(sqnr_db) && sqnr_db > 0;
   }
   return j;
