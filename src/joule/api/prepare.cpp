@@ -25,16 +25,20 @@ std::string int8_note(const std::string& mode) {
                           "float32, the rest in float";
 }
 
-void apply_int8_mode(const std::string& mode, std::vector<std::string>& passes, kernels::AlgoSpec& algo) {
-  if (mode == "none") return;
-  check_int8_mode(mode);
-  passes = passes::int8_pipeline(passes);
+void int8_algorithms(const std::string& mode, kernels::AlgoSpec& algo) {
   if (mode != "simulated" || algo.policy == "reference") return;
   for (const char* cls : {"qconv", "qmatmul"}) {
     bool ruled = false;
     for (const auto& [target, names] : algo.rules) ruled = ruled || target == cls;
     if (!ruled) algo.rules.emplace_back(cls, std::vector<std::string>{"emulated", "reference"});
   }
+}
+
+void apply_int8_mode(const std::string& mode, std::vector<std::string>& passes, kernels::AlgoSpec& algo) {
+  if (mode == "none") return;
+  check_int8_mode(mode);
+  passes = passes::int8_pipeline(passes);
+  int8_algorithms(mode, algo);
 }
 
 nlohmann::json apply_passes(ir::Graph& g, const std::string& passes, const std::string& int8,
@@ -64,8 +68,7 @@ Prepared prepare(ir::Graph g, const PrepareOptions& o) {
   so.threads = o.threads;
   so.algo = o.algo.spec();
   so.release_packed_constants = o.release_packed;
-  std::vector<std::string> unused;
-  apply_int8_mode(o.int8, unused, so.algo);
+  int8_algorithms(o.int8, so.algo);  // apply_passes lowers the QDQ patterns
   Prepared p;
   p.pipeline = apply_passes(g, o.passes, o.int8, &so);
   p.session = std::make_unique<runtime::Session>(std::move(g), so);

@@ -49,6 +49,8 @@ std::string int8_note(const std::string& mode);
 // already has a rule for them or asks for the reference kernels (which compute it too).
 // "none" leaves both alone (training graphs, whose QDQ stays float for the gradients).
 void apply_int8_mode(const std::string& mode, std::vector<std::string>& passes, kernels::AlgoSpec& algo);
+// Only the algorithm part of apply_int8_mode (the rules "simulated" adds).
+void int8_algorithms(const std::string& mode, kernels::AlgoSpec& algo);
 
 // Applies a pass pipeline to `g` before a Session is built, QDQ patterns lowered first
 // (passes::int8_pipeline; `int8` is checked). `session`: the options the graph will run

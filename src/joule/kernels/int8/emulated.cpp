@@ -7,7 +7,8 @@
 // activations are far below). The epilogue is the integer kernels' own (ops::qint::Requant:
 // bias in accumulator units, per-channel output scales, activation, output zero point, round
 // half to even, saturation), so the codes agree with the oneDNN int8 kernels' element for
-// element. Never chosen by guess or auto: only on request (--int8 simulated, --algo).
+// element. Chosen on request (--int8 simulated, --algo), and by guess or auto only where no
+// integer kernel supports the node (instead of the scalar reference kernel).
 #include <dnnl.hpp>
 
 #include "joule/kernels/conv/onednn.h"
@@ -119,8 +120,6 @@ class EmulatedQConv : public Kernel {
   std::unique_ptr<ConvKernel> conv_;
 };
 
-dnnl::primitive_attr plain_attr() { return dnnl::primitive_attr(); }
-
 class EmulatedQMatMul : public Kernel {
  public:
   EmulatedQMatMul(const QMatMulProblem& p, int threads)
@@ -128,7 +127,7 @@ class EmulatedQMatMul : public Kernel {
         acc_(static_cast<size_t>(p.M * p.N)),
         mm_(memory::desc({p.M, p.K}, memory::data_type::f32, memory::format_tag::ab),
             memory({{p.K, p.N}, memory::data_type::f32, memory::format_tag::ab}, onednn_engine(), w_.data()),
-            memory::desc(), memory::desc({p.M, p.N}, memory::data_type::f32, memory::format_tag::ab), plain_attr(),
+            memory::desc(), memory::desc({p.M, p.N}, memory::data_type::f32, memory::format_tag::ab), dnnl::primitive_attr(),
             threads) {}
 
   void run(ops::KernelContext& k) const override {
@@ -157,7 +156,8 @@ std::string matmul_supports(const NodeView& v) {
   return read_qmatmul_problem(v, &p);
 }
 
-// Never ranked (on request only); the float conv's time plus the conversions, roughly.
+// Ranked only where no integer kernel supports the node; the float conv's time plus the
+// conversions, roughly.
 double conv_estimate_ms(const NodeView& v) {
   QConvProblem p;
   read_qconv_problem(v, &p);
