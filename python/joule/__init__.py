@@ -229,14 +229,25 @@ def _config(config: Config) -> str:
 class Session(_joule.Session):
     """A model compiled to run, as the CLI does it: graph passes, int8 lowering (int8="real"),
     the kernel algorithm per node (algo="guess", "auto", "reference", "conv=winograd", ...),
-    the activation memory plan. run() takes {name: array}, a list in input order or one array;
-    C-contiguous arrays are not copied, and the outputs are arrays over joule's buffers."""
+    the arithmetic of Conv/MatMul/Gemm (precision="fp32" or "bf16": oneDNN's bfloat16 kernels
+    where the CPU has AVX512-BF16/AMX, each layer checked against float32 on seeded random inputs
+    and kept fp32 below bf16_min_sqnr dB, default 30), the activation memory plan. run() takes
+    {name: array}, a list in input order or one array; C-contiguous arrays are not copied, and the
+    outputs are arrays over joule's buffers."""
 
     def __init__(self, model: Model, *, threads: Optional[int] = None, algo: Optional[Algo] = None,
                  passes: Optional[str] = None, int8: Optional[str] = None, algo_file: Optional[str] = None,
-                 tuning_cache: Optional[str] = None):
+                 tuning_cache: Optional[str] = None, precision: Optional[str] = None,
+                 bf16_min_sqnr: Optional[float] = None):
         super().__init__(model, **_options(threads=threads, algo=algo, passes=passes, int8=int8,
-                                           algo_file=algo_file, tuning_cache=tuning_cache))
+                                           algo_file=algo_file, tuning_cache=tuning_cache, precision=precision,
+                                           bf16_min_sqnr=bf16_min_sqnr))
+
+    @property
+    def precision(self) -> Result:
+        """precision, min_sqnr_db, check_input, bf16_layers, fp32_layers, and per layer on a bf16
+        kernel (or kept fp32 by the check): node, op, sqnr_db (bf16 against float32), precision."""
+        return Result(self._precision())
 
     @property
     def plan(self) -> Result:
@@ -252,11 +263,14 @@ class Session(_joule.Session):
 def bench(model: Model, inputs: Optional[Inputs] = None, *, threads: Optional[int] = None,
           warmup: Optional[int] = None, runs: Optional[int] = None, passes: Optional[str] = None,
           int8: Optional[str] = None, algo: Optional[Algo] = None, algo_file: Optional[str] = None,
-          tuning_cache: Optional[str] = None, progress: Optional[ProgressFn] = None) -> BenchResult:
-    """Whole-model latency after warm-up (defaults: all cores, 5 warm-up, 30 runs, seeded random inputs)."""
+          tuning_cache: Optional[str] = None, precision: Optional[str] = None,
+          bf16_min_sqnr: Optional[float] = None, progress: Optional[ProgressFn] = None) -> BenchResult:
+    """Whole-model latency after warm-up (defaults: all cores, 5 warm-up, 30 runs, seeded random inputs);
+    precision="bf16" as Session."""
     return BenchResult(_joule.bench(model, **_options(
         inputs=inputs, threads=threads, warmup=warmup, runs=runs, passes=passes, int8=int8, algo=algo,
-        algo_file=algo_file, tuning_cache=tuning_cache, progress=progress)))
+        algo_file=algo_file, tuning_cache=tuning_cache, precision=precision, bf16_min_sqnr=bf16_min_sqnr,
+        progress=progress)))
 
 
 class OpdbResult(Result):

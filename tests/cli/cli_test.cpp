@@ -8,6 +8,7 @@
 
 #include "cli/cli_util.h"
 #include "graph_builder.h"
+#include "joule/core/cpu_features.h"
 #include "joule/core/file_util.h"
 #include "joule/core/npy.h"
 #include "joule/onnx/model_io.h"
@@ -169,4 +170,31 @@ TEST(Cli, PlanAndAlgorithmChoices) {
   expect_bad("run default --algo-file /no/such.yaml", "cannot read the algorithm file");
   expect_bad("info default --plan --algo /features/features.7/Flatten=onednn", "only the reference kernel");
   expect_bad("info default --plan --algo /features/features.1/MaxPool=onednn", "has no algorithm 'onednn'");
+}
+
+TEST(Cli, PrecisionBf16RunsOrSaysWhyNot) {
+  const std::string input = std::string(JOULE_SOURCE_DIR) + "/models/fashion_cnn_input.npy";
+  if (joule::bf16_unsupported_reason().empty()) {
+    Result r = joule_cmd("run default -i " + input + " --threads 1 --precision bf16");
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("precision bf16: "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("on the given check input"), std::string::npos) << r.out;
+    Result j = joule_cmd("bench default --runs 2 --warmup 0 --threads 1 --precision bf16 --format json");
+    ASSERT_EQ(j.code, 0) << j.out;
+    const auto p = nlohmann::json::parse(j.out)["precision"];
+    EXPECT_EQ(p["precision"], "bf16");
+    EXPECT_GE(p["bf16_layers"].get<int>(), 1) << p.dump();
+    Result plan = joule_cmd("info default --plan --threads 1 --precision bf16 --bf16-min-sqnr 0");
+    ASSERT_EQ(plan.code, 0) << plan.out;
+    EXPECT_NE(plan.out.find("onednn_bf16"), std::string::npos) << plan.out;
+  }
+  // A CPU without bfloat16 products (JOULE_ISA caps what joule detects): one line, exit 2.
+  ::setenv("JOULE_ISA", "avx2", 1);
+  Result no = joule_cmd("run default -i " + input + " --precision bf16");
+  ::unsetenv("JOULE_ISA");
+  EXPECT_EQ(no.code, 2) << no.out;
+  EXPECT_EQ(lines(no.out), 1) << no.out;
+  EXPECT_NE(no.out.find("needs AVX512-BF16 or AMX-BF16"), std::string::npos) << no.out;
+  Result bad = joule_cmd("bench default --precision fp8");
+  EXPECT_EQ(bad.code, 2) << bad.out;
 }

@@ -164,7 +164,8 @@ TEST(OpdbMeasure, KeyIsolationAndTheRegimes) {
   ASSERT_EQ(k.inputs.size(), 3u);
   EXPECT_EQ(k.inputs[1].rfind("const float32[16,8,3,3]", 0), 0u) << k.inputs[1];
   EXPECT_EQ(k.inputs[0].rfind("const", 0), std::string::npos);
-  EXPECT_EQ(opdb::precision_of(k), "fp32");
+  EXPECT_EQ(opdb::precision_of(k, "onednn"), "fp32");
+  EXPECT_EQ(opdb::precision_of(k, "onednn_bf16"), "bf16");
   EXPECT_EQ(k.attrs["activation"], "\"Relu\"");
 
   const ir::Graph one = opdb::isolate(s.graph(), *conv);

@@ -115,6 +115,27 @@ def test_agreement_simulation_is_the_integer_plan(model, samples):
         joule.agreement(model)
 
 
+def test_bf16_session_is_checked_against_float32(model):
+    x = np.load(MODELS / "fashion_cnn_input.npy")
+    fp32 = joule.Session(model, threads=1).run(x)["logits"]
+    cpu_has_bf16 = "avx512_bf16" in open("/proc/cpuinfo").read() or "amx_bf16" in open("/proc/cpuinfo").read()
+    if not cpu_has_bf16:
+        with pytest.raises(joule.BadInput, match="AVX512-BF16"):
+            joule.Session(model, threads=1, precision="bf16")
+        return
+    s = joule.Session(model, threads=1, precision="bf16")
+    p = s.precision
+    assert p.precision == "bf16" and p.bf16_layers >= 2 and p.fp32_layers == 0
+    assert all(30 < layer["sqnr_db"] < 90 for layer in p.layers)
+    got = s.run(x)["logits"]
+    assert not np.array_equal(got, fp32)  # computed in bfloat16 ...
+    np.testing.assert_allclose(got, fp32, rtol=0.05, atol=0.05 * np.abs(fp32).max())  # ... close to float32
+    kept = joule.Session(model, threads=1, precision="bf16", bf16_min_sqnr=1000).precision
+    assert kept.bf16_layers == 0 and kept.fp32_layers == p.bf16_layers
+    with pytest.raises(joule.BadInput, match="neither fp32 nor bf16"):
+        joule.Session(model, precision="fp16")
+
+
 def test_sensitivity_automp_compare_info(model, samples, tmp_path):
     s = joule.sensitivity(model, W8A8, calib=samples[0], eval=samples, mode="isolated", samples=8,
                           out_dir=tmp_path / "sens")

@@ -11,6 +11,7 @@ nlohmann::json EvalReport::to_json() const {
   j["model"] = model;
   j["data"] = data;
   j["preprocessing"] = preprocessing;
+  j["precision"] = precision.to_json();
   return j;
 }
 
@@ -30,6 +31,7 @@ EvalReport evaluate(const Model& model, const EvalOptions& o, const Hooks& hooks
   r.result = evaluate_session(*p.session, *d, o.limit, hooks, "evaluating");
   r.model = model_label(m);
   r.data = d->describe();
+  r.precision = std::move(p.precision);
   return r;
 }
 

@@ -20,6 +20,7 @@ struct EvalOptions {
 struct EvalReport {
   std::string model, data, preprocessing;
   data::EvalResult result;
+  PrecisionReport precision;  // bf16: the ladder's check runs on seeded random inputs
   nlohmann::json to_json() const;  // what `joule eval --format json` prints
 };
 

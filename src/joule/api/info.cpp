@@ -17,11 +17,23 @@ nlohmann::json info(const Model& model, const InfoOptions& o) {
   runtime::SessionOptions so;
   so.threads = o.threads;
   so.algo = o.algo.spec();
+  check_precision(o.precision);
+  precision_algorithms(o.precision, so.algo);  // its layouts follow the bf16 choice too
   nlohmann::json pipeline;
   if (!after.empty()) pipeline = apply_passes(g, after, "simulated", &so);
   nlohmann::json j = passes::model_info(g);
   if (!pipeline.is_null()) j["passes"] = pipeline;
-  if (o.plan) j["plan"] = plan_json(runtime::Session(g, so));
+  if (o.plan) {  // the session every command would run: prepare() on the model as loaded
+    PrepareOptions po;
+    po.threads = o.threads;
+    po.passes = after;
+    po.algo = o.algo;
+    po.precision = o.precision;
+    po.bf16_min_sqnr_db = o.bf16_min_sqnr_db;
+    const Prepared p = prepare(model.with_input_shapes(o.input_shapes), po);
+    j["plan"] = plan_json(*p.session);
+    if (o.precision != "fp32") j["precision"] = p.precision.to_json();
+  }
   return j;
 }
 

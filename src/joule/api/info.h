@@ -16,10 +16,13 @@ struct InfoOptions {
   bool plan = false;                          // compile a session: algorithm per node, memory plan
   int threads = 0;                            // threads the plan is made for (0: every core)
   AlgoOptions algo;
+  std::string precision = "fp32";             // the plan's: fp32 or bf16 (api/precision.h)
+  double bf16_min_sqnr_db = 30;               // bf16: the ladder, on seeded random inputs (0: none)
 };
 
 // What `joule info --format json` prints: passes::model_info, plus "passes" (the pipeline
-// report) when after_passes is set and "plan" (plan_json) when plan is.
+// report) when after_passes is set, "plan" (plan_json) when plan is, and "precision" (the bf16
+// ladder's report) for a bf16 plan.
 nlohmann::json info(const Model& m, const InfoOptions& o = {});
 
 // Writes the graph as .svg/.png/.pdf (through Graphviz `dot`), .dot or .txt. Returns the node count.

@@ -205,7 +205,7 @@ size_t opdb_record_profile(const Model& m0, const profile::ProfileResult& r, con
     row.op = opdb::op_key(s.graph(), s.step_node(L.step));
     row.algorithm = L.algorithm;
     row.threads = r.threads;
-    row.precision = opdb::precision_of(row.op);
+    row.precision = opdb::precision_of(row.op, row.algorithm);
     row.regime = row.mode = "in-model";
     row.cpu = opdb::this_cpu();
     row.isa = opdb::this_isa();

@@ -4,6 +4,7 @@
 
 #include "joule/core/error.h"
 #include "joule/passes/pass.h"
+#include "joule/runtime/inputs.h"
 
 namespace joule::api {
 
@@ -62,16 +63,55 @@ Prepared prepare(Model&& m, const PrepareOptions& o) {
   return prepare(std::move(g), o);
 }
 
+namespace {
+bool runs_bf16(const runtime::Session& s, size_t step) {
+  return s.step_node(step).meta["software"].value("algorithm", "") == "onednn_bf16";
+}
+
+// bf16 with the ladder: the bf16 plan runs once on the check input; layers below the SQNR
+// threshold get rules keeping them fp32 and the session is built again. Returns the session
+// when it can be kept (nothing fell back, constants not to be released), else null.
+std::unique_ptr<runtime::Session> bf16_ladder(const ir::Graph& g, const PrepareOptions& o,
+                                              runtime::SessionOptions& so, PrecisionReport& r) {
+  runtime::SessionOptions check = so;
+  check.release_packed_constants = false;  // the fp32 twins read the weights
+  auto s = std::make_unique<runtime::Session>(ir::Graph(g), check);
+  bool any = false;
+  for (size_t i = 0; i < s->num_steps() && !any; ++i) any = runs_bf16(*s, i);
+  if (!any) return so.release_packed_constants ? nullptr : std::move(s);
+  r.check_input = o.check_inputs.empty() ? "seeded random" : "given";
+  r.layers = bf16_layer_sqnr(*s, o.check_inputs.empty() ? runtime::random_inputs(*s) : o.check_inputs);
+  for (LayerPrecision& l : r.layers) l.fp32 = l.sqnr_db < o.bf16_min_sqnr_db;
+  if (r.fp32_layers() == 0 && !so.release_packed_constants) return s;
+  s.reset();
+  keep_fp32(r, so.algo);
+  return nullptr;
+}
+}  // namespace
+
 Prepared prepare(ir::Graph g, const PrepareOptions& o) {
   if (o.threads < 0) fail("threads: " + std::to_string(o.threads) + " is negative (0: every core)");
+  check_precision(o.precision);
   runtime::SessionOptions so;
   so.threads = o.threads;
   so.algo = o.algo.spec();
   so.release_packed_constants = o.release_packed;
   int8_algorithms(o.int8, so.algo);  // apply_passes lowers the QDQ patterns
+  precision_algorithms(o.precision, so.algo);
   Prepared p;
   p.pipeline = apply_passes(g, o.passes, o.int8, &so);
-  p.session = std::make_unique<runtime::Session>(std::move(g), so);
+  p.precision.precision = o.precision;
+  if (o.precision == "bf16" && o.bf16_min_sqnr_db > 0) {
+    p.precision.min_sqnr_db = o.bf16_min_sqnr_db;
+    p.session = bf16_ladder(g, o, so, p.precision);
+  }
+  if (!p.session) p.session = std::make_unique<runtime::Session>(std::move(g), so);
+  if (o.precision == "bf16" && p.precision.layers.empty())  // no check: the layers the plan runs in bf16
+    for (size_t i = 0; i < p.session->num_steps(); ++i)
+      if (runs_bf16(*p.session, i))
+        p.precision.layers.push_back({p.session->step_node(i).name, p.session->step_node(i).op_type,
+                                      kernels::op_class_of(p.session->step_node(i)),
+                                      std::numeric_limits<double>::quiet_NaN(), false});
   return p;
 }
 

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "joule/api/model.h"
+#include "joule/api/precision.h"
 #include "joule/runtime/session.h"
 
 namespace joule::api {
@@ -28,6 +29,9 @@ struct PrepareOptions {
   std::string int8 = "real";         // QDQ models: "real" (integer kernels) or "simulated" (apply_int8_mode);
                                      // "none" (internal: training graphs) lowers nothing
   AlgoOptions algo;
+  std::string precision = "fp32";  // "fp32" or "bf16": the arithmetic of Conv/MatMul/Gemm (api/precision.h)
+  double bf16_min_sqnr_db = 30;    // bf16: a layer whose isolated output SQNR is below stays fp32 (0: no check)
+  runtime::TensorMap check_inputs; // bf16 check input; empty: seeded random inputs at the model's shapes
   // Weights held once: each constant a kernel packed is released from the session once packed
   // (runtime::SessionOptions::release_packed_constants). Memory drops only where nothing else
   // holds the model: pass it as an rvalue (prepare(Model&&), run, bench). Not with node replay.
@@ -65,6 +69,7 @@ nlohmann::json apply_passes(ir::Graph& g, const std::string& passes, const std::
 struct Prepared {
   std::unique_ptr<runtime::Session> session;
   nlohmann::json pipeline;
+  PrecisionReport precision;  // bf16: the layers on bf16 kernels and those the ladder kept fp32
 };
 Prepared prepare(const Model& m, const PrepareOptions& o = {});
 Prepared prepare(Model&& m, const PrepareOptions& o = {});  // `m` is emptied before the session is built

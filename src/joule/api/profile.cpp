@@ -16,6 +16,7 @@ nlohmann::json ProfileReport::to_json() const {
           {"model", model},
           {"points", pts},
           {"skipped_finished_points", skip},
+          {"precision", precision.to_json()},
           {"opdb_rows", opdb_rows}};
 }
 
@@ -39,6 +40,23 @@ ProfileReport profile(const Model& m, const ProfileOptions& o, const Hooks& hook
   opt.passes = passes::parse_pipeline(o.passes);
   opt.algo = o.algo.spec();
   apply_int8_mode(o.int8, opt.passes, opt.algo);
+  ProfileReport r;
+  if (o.precision == "bf16" && o.bf16_min_sqnr_db > 0) {  // the ladder, once, at the given shapes
+    PrepareOptions how;
+    how.threads = opt.threads;
+    how.passes = o.passes;
+    how.int8 = o.int8;
+    how.algo = o.algo;
+    how.precision = o.precision;
+    how.bf16_min_sqnr_db = o.bf16_min_sqnr_db;
+    how.check_inputs = o.inputs;
+    r.precision = prepare(m.resolved_for(o.inputs), how).precision;
+    keep_fp32(r.precision, opt.algo);
+  } else {
+    check_precision(o.precision);
+    r.precision.precision = o.precision;
+  }
+  precision_algorithms(o.precision, opt.algo);
   opt.checkpoint = [&hooks] { hooks.check(); };
   profile::SweepSpec spec;
   spec.batches = o.batches;
@@ -54,7 +72,6 @@ ProfileReport profile(const Model& m, const ProfileOptions& o, const Hooks& hook
   if (!o.inputs.empty())
     for (const std::string& name : m.input_names())
       if (!o.inputs.count(name)) fail("missing input '" + name + "'");
-  ProfileReport r;
   r.model = m.name();
   r.sweep = profile::sweep_points(spec, opt.threads).size() > 1 || !o.stage.empty();
   if (r.sweep && !o.opdb.empty())
@@ -73,6 +90,9 @@ ProfileReport profile(const Model& m, const ProfileOptions& o, const Hooks& hook
     how.passes = o.passes;
     how.int8 = o.int8;
     how.algo = o.algo;
+    how.precision = o.precision;
+    how.bf16_min_sqnr_db = o.bf16_min_sqnr_db;  // the same ladder: the rows name the algorithm each layer ran
+    how.check_inputs = o.inputs;
     for (const profile::ProfileResult& p : r.points) r.opdb_rows += opdb_record_profile(m, p, o.opdb, how, o.inputs);
   }
   return r;

@@ -25,6 +25,8 @@ struct ProfileOptions {
   std::vector<int64_t> batches, input_sizes;
   std::string stage;                     // "", sanity, quick, full
   std::string passes = "default", int8 = "real";
+  std::string precision = "fp32";        // fp32 | bf16 (api/precision.h)
+  double bf16_min_sqnr_db = 30;          // bf16: the ladder's threshold, checked on the inputs (0: none)
   AlgoOptions algo;
   std::vector<std::string> algo_sweep;   // one point per --algo value
   std::string out_dir;                   // "" writes nothing; else CSVs, profile.json, trace.json (resumable)
@@ -38,6 +40,7 @@ struct ProfileReport {
   std::vector<profile::PointKey> skipped;      // already in out_dir's results
   bool sweep = false;  // more than one point asked for (or a stage)
   size_t opdb_rows = 0;  // in-model rows written to ProfileOptions::opdb
+  PrecisionReport precision;  // bf16: the ladder's choice, made once at the given shapes
   nlohmann::json to_json() const;  // what `joule profile --format json` prints
 };
 

@@ -69,6 +69,7 @@ nlohmann::json RunResult::to_json() const {
           {"latency_ms", profile::to_json(profile::summarize(samples_ms))},
           {"samples_ms", samples_ms},
           {"peak_activation_bytes", peak_activation_bytes},
+          {"precision", precision.to_json()},
           {"nodes", {{"before_passes", pipeline["nodes_before"]}, {"after_passes", pipeline["nodes_after"]}}}};
 }
 
@@ -77,6 +78,7 @@ namespace {
 // are held once.
 Prepared prepare_releasing(Model& m, const runtime::TensorMap& inputs, PrepareOptions o) {
   o.release_packed = true;
+  if (o.check_inputs.empty()) o.check_inputs = inputs;  // bf16's ladder checks on the run's input
   Model resolved = m.resolved_for(inputs);
   m = Model();
   return prepare(std::move(resolved), o);
@@ -92,6 +94,7 @@ RunResult run(Model m, const RunOptions& o, const Hooks& hooks) {
   r.output_names = s.output_names();
   r.threads = s.threads();
   r.pipeline = std::move(p.pipeline);
+  r.precision = std::move(p.precision);
   for (int i = 0; i < o.repeat; ++i) {
     auto t0 = std::chrono::steady_clock::now();
     r.outputs = s.run(o.inputs);
@@ -113,6 +116,7 @@ nlohmann::json BenchResult::to_json() const {
           {"engine", "joule " JOULE_VERSION},
           {"passes", passes},
           {"int8", int8},
+          {"precision", precision.to_json()},
           {"nodes", {{"before_passes", nodes_before}, {"after_passes", nodes_after}}}};
 }
 
@@ -144,6 +148,7 @@ BenchResult bench(Model m, const BenchOptions& o, const Hooks& hooks) {
   r.int8 = o.prepare.int8;
   r.nodes_before = p.pipeline["nodes_before"].get<size_t>();
   r.nodes_after = p.pipeline["nodes_after"].get<size_t>();
+  r.precision = std::move(p.precision);
   return r;
 }
 

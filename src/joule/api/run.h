@@ -31,6 +31,7 @@ struct RunResult {
   int threads = 0;
   size_t peak_activation_bytes = 0;
   nlohmann::json pipeline;
+  PrecisionReport precision;
   // Outputs as dtype, shape and the first values (not the data); times; memory.
   nlohmann::json to_json() const;
 };
@@ -52,6 +53,7 @@ struct BenchResult {
   size_t peak_activation_bytes = 0;
   std::string passes, int8;
   size_t nodes_before = 0, nodes_after = 0;
+  PrecisionReport precision;
   nlohmann::json to_json() const;  // what `joule bench --format json` prints
 };
 BenchResult bench(Model m, const BenchOptions& o, const Hooks& hooks = {});  // as run: weights held once

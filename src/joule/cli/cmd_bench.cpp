@@ -38,6 +38,7 @@ Action add_bench(CLI::App& app) {
                s.median, s.mean, s.std, s.min, s.max, s.p90, s.p99);
     fmt::print("3-sigma trimmed mean {:.3f} ({} discarded), cv {:.1f}%{}\n", s.trimmed_mean, s.trimmed, 100 * s.cv,
                s.noisy ? "  [noisy: cv above 5%, take more runs or quiet the machine]" : "");
+    if (r.precision.precision != "fp32") fmt::print("{}\n", r.precision.summary());
     return 0;
   };
 }

@@ -40,6 +40,7 @@ Action add_eval(CLI::App& app) {
     if (e.classes >= 5) fmt::print("  top-5 {:.2f}%", 100 * e.top5_rate());
     fmt::print("  samples {}{}  {:.1f} s\n", e.samples, e.skipped ? fmt::format(" ({} skipped)", e.skipped) : "",
                e.seconds);
+    if (r.precision.precision != "fp32") fmt::print("{}\n", r.precision.summary());
     return 0;
   };
 }

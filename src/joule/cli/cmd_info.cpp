@@ -84,6 +84,7 @@ Action add_info(CLI::App& app) {
   app.add_option("--threads", a->opt.threads, "threads the plan is made for (--plan; default: all cores)")
       ->check(CLI::NonNegativeNumber);
   add_algo_options(app, a->opt.algo);
+  add_precision_options(app, a->opt.precision, a->opt.bf16_min_sqnr_db);
   return [a] {
     a->opt.input_shapes = a->shapes.parse();
     const nlohmann::json j = api::info(api::Model::load(a->model), a->opt);
@@ -104,6 +105,12 @@ Action add_info(CLI::App& app) {
     }
     print_table(j, a->nodes);
     if (j.contains("plan")) print_plan(j["plan"]);
+    if (j.contains("precision"))
+      fmt::print("precision bf16: {} layer(s) on bf16 kernels, {} kept fp32 by the SQNR check (--bf16-min-sqnr {:g}, "
+                 "{} check input); the other Conv/MatMul/Gemm layers run fp32 where a float32 algorithm is "
+                 "estimated faster\n",
+                 j["precision"]["bf16_layers"].get<size_t>(), j["precision"]["fp32_layers"].get<size_t>(),
+                 j["precision"]["min_sqnr_db"].get<double>(), j["precision"].value("check_input", "no"));
     return 0;
   };
 }

@@ -53,6 +53,7 @@ Action add_profile(CLI::App& app) {
   app.add_flag("-q,--quiet", a->quiet, "no progress on stderr");
   app.add_option("--passes", o.passes, "graph passes before profiling (at each sweep point's shapes): none, default or a list");
   add_int8_option(app, o.int8);
+  add_precision_options(app, o.precision, o.bf16_min_sqnr_db);
   add_algo_options(app, o.algo);
   app.add_option("--algo-sweep", o.algo_sweep,
                  "profile one point per --algo value, e.g. \"conv=winograd;conv=onednn;auto\" (';'-separated)")

@@ -59,6 +59,7 @@ Action add_run(CLI::App& app) {
     fmt::print("time: {} run{} on {} thread{}: min {:.3f} ms, median {:.3f} ms; peak activation memory {}\n",
                sorted.size(), sorted.size() == 1 ? "" : "s", r.threads, r.threads == 1 ? "" : "s", sorted.front(),
                sorted[sorted.size() / 2], human_bytes(static_cast<double>(r.peak_activation_bytes)));
+    if (r.precision.precision != "fp32") fmt::print("{}\n", r.precision.summary());
     if (!a->outdir.empty()) fmt::print("outputs written to {}/\n", a->outdir);
     return 0;
   };

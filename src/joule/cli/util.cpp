@@ -44,6 +44,19 @@ void add_int8_option(CLI::App& app, std::string& mode) {
       ->capture_default_str();
 }
 
+void add_precision_options(CLI::App& app, std::string& precision, double& min_sqnr_db) {
+  app.add_option("--precision", precision,
+                 "Conv/MatMul/Gemm arithmetic: fp32, or bf16 (oneDNN bfloat16 kernels, float32 sums; needs "
+                 "AVX512-BF16 or AMX)")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
+  app.add_option("--bf16-min-sqnr", min_sqnr_db,
+                 "bf16: layers whose isolated output SQNR (bf16 vs fp32 kernel, same inputs, on the run's input) "
+                 "is below this many dB stay fp32 (0: no check)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+}
+
 void add_algo_options(CLI::App& app, api::AlgoOptions& o) {
   app.add_option("--algo", o.rules,
                  "kernel algorithms: guess (default), auto (measure, cached), reference, CLASS=ALGO[,ALGO...] "
@@ -63,6 +76,7 @@ void add_prepare_options(CLI::App& app, api::PrepareOptions& o, const std::strin
   add_threads_option(app, o.threads);
   app.add_option("--passes", o.passes, passes_help)->capture_default_str();
   add_int8_option(app, o.int8);
+  add_precision_options(app, o.precision, o.bf16_min_sqnr_db);
   add_algo_options(app, o.algo);
 }
 

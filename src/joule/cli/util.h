@@ -20,6 +20,8 @@ std::string shorten(const std::string& s, size_t width);  // "~" + the last widt
 void add_model_arg(CLI::App& app, std::string& model);
 // --int8 real|simulated, on every command that runs a model.
 void add_int8_option(CLI::App& app, std::string& mode);
+// --precision fp32|bf16 and --bf16-min-sqnr DB (api/precision.h).
+void add_precision_options(CLI::App& app, std::string& precision, double& min_sqnr_db);
 // --algo / --algo-file / --tuning-cache.
 void add_algo_options(CLI::App& app, api::AlgoOptions& o);
 // --threads N (0: every core).

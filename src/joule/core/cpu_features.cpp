@@ -1,5 +1,7 @@
 #include "joule/core/cpu_features.h"
 
+#include <cpuid.h>
+
 #include <cstdlib>
 #include <fstream>
 
@@ -15,13 +17,16 @@ CpuFeatures detect() {
   f.avx512 = f.avx2_fma && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
   f.avx512_vnni = f.avx512 && __builtin_cpu_supports("avx512vnni");
+  unsigned ea = 0, eb = 0, ec = 0, ed = 0;
+  if (f.avx512 && __get_cpuid_count(7, 1, &ea, &eb, &ec, &ed)) f.avx512_bf16 = (ea >> 5) & 1;  // leaf 7.1 EAX[5]
+  if (f.avx512 && __get_cpuid_count(7, 0, &ea, &eb, &ec, &ed)) f.amx_bf16 = (ed >> 22) & 1;    // leaf 7.0 EDX[22]
   if (const char* cap = std::getenv("JOULE_ISA"); cap && *cap) {
     const std::string c = cap;
     f.cap_source = "JOULE_ISA=" + c;
     if (c == "scalar") {
-      f.avx2_fma = f.avx512 = f.avx512_vnni = false;
+      f.avx2_fma = f.avx512 = f.avx512_vnni = f.avx512_bf16 = f.amx_bf16 = false;
     } else if (c == "avx2") {
-      f.avx512 = f.avx512_vnni = false;
+      f.avx512 = f.avx512_vnni = f.avx512_bf16 = f.amx_bf16 = false;
     } else if (c != "avx512") {
       fail("JOULE_ISA='" + c + "': expected avx512, avx2 or scalar");
     }
@@ -44,6 +49,13 @@ CpuFeatures detect() {
 const CpuFeatures& cpu_features() {
   static const CpuFeatures f = detect();
   return f;
+}
+
+std::string bf16_unsupported_reason() {
+  const CpuFeatures& f = cpu_features();
+  if (f.avx512_bf16 || f.amx_bf16) return "";
+  return "bf16 execution needs AVX512-BF16 or AMX-BF16, which this CPU (" + f.model + ", " + f.isa +
+         (f.cap_source.empty() ? "" : " capped by " + f.cap_source) + ") lacks";
 }
 
 }  // namespace joule

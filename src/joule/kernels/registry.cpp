@@ -11,6 +11,9 @@ extern const Algorithm kConvFft;
 extern const Algorithm kConvWinograd;
 extern const Algorithm kConvWinogradF2;
 extern const Algorithm kConvOnednn;
+extern const Algorithm kConvOnednnBf16;
+extern const Algorithm kGemmOnednnBf16;
+extern const Algorithm kMatMulOnednnBf16;
 extern const Algorithm kGemmBlas;
 extern const Algorithm kMatMulBlas;
 extern const Algorithm kGemmOnednn;
@@ -34,8 +37,8 @@ extern const Algorithm kLayerNormSimd;
 extern const Algorithm kBatchNormSimd;
 
 const std::vector<const Algorithm*>& all_algorithms() {
-  static const std::vector<const Algorithm*> all = {&kConvDirect, &kConvIm2colGemm, &kConvImplicitGemm, &kConvFft, &kConvWinograd, &kConvWinogradF2, &kConvOnednn,
-                                                     &kGemmOnednnPacked, &kGemmOnednn, &kGemmBlas, &kMatMulOnednnPacked, &kMatMulOnednn, &kMatMulBlas,
+  static const std::vector<const Algorithm*> all = {&kConvDirect, &kConvIm2colGemm, &kConvImplicitGemm, &kConvFft, &kConvWinograd, &kConvWinogradF2, &kConvOnednn, &kConvOnednnBf16,
+                                                     &kGemmOnednnPacked, &kGemmOnednn, &kGemmBlas, &kGemmOnednnBf16, &kMatMulOnednnPacked, &kMatMulOnednn, &kMatMulBlas, &kMatMulOnednnBf16,
                                                      &kQConvOnednnInt8, &kQMatMulOnednnInt8, &kQConvEmulated, &kQMatMulEmulated, &kConvGradDataOnednn,
                                                      &kConvGradWeightOnednn, &kUnarySimd, &kBinarySimd, &kPoolSimd, &kTransposeTiled, &kConcatCopy, &kSliceCopy,
                                                      &kSoftmaxSimd, &kLayerNormSimd, &kBatchNormSimd};

@@ -5,6 +5,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <limits>
@@ -136,9 +137,13 @@ bool AlgoSpec::uses_auto() const {
 bool AlgoSpec::wants_channels_last(const ir::Graph& g, const ir::Node& n, int threads) const {
   const std::vector<std::string>* rule = rule_for(n, "conv");
   const std::string& first = rule && !rule->empty() ? rule->front() : policy;
-  if (first == "onednn") return true;
+  if (first == "onednn" || first == "onednn_bf16") return true;
   if (first != "guess" && first != "auto") return false;
-  return channels_last_estimated_faster(g, n, threads > 0 ? threads : ThreadPool::default_threads());
+  return channels_last_estimated_faster(g, n, threads > 0 ? threads : ThreadPool::default_threads(), *this);
+}
+
+bool AlgoSpec::ranks(const Algorithm& a) const {
+  return !a.on_request_only || std::find(also_rank.begin(), also_rank.end(), a.name) != also_rank.end();
 }
 
 std::string tuning_key(const NodeView& v) {
@@ -198,7 +203,9 @@ const std::vector<std::string>* AlgoSpec::rule_for(const ir::Node& n, const std:
 }
 
 Selection Selector::measure(const NodeView& v, const std::vector<const Algorithm*>& candidates) {
-  const std::string key = tuning_key(v);
+  // The candidates differ when on-request algorithms are ranked too (--precision bf16).
+  std::string key = tuning_key(v);
+  for (const std::string& a : spec_.also_rank) key += " +" + a;
   if (const TuningEntry* e = cache_->find(key)) {
     for (const Algorithm* a : candidates)
       if (e->algorithm == a->name) {
@@ -268,7 +275,7 @@ Selection Selector::select(const NodeView& v) {
   }
   std::vector<const Algorithm*> rankable;  // what the policies choose among
   for (const Algorithm* a : supported)
-    if (!a->on_request_only) rankable.push_back(a);
+    if (spec_.ranks(*a)) rankable.push_back(a);
   if (rankable.empty()) rankable = supported;  // an on-request algorithm beats the reference kernel
   const std::vector<std::string>* rule = spec_.rule_for(v.node, cls);
   if (!rule) return choose_by_policy(spec_.policy, v, rankable);

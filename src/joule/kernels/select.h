@@ -21,6 +21,9 @@ struct AlgoSpec {
   std::string policy = "guess";  // for nodes without a rule: guess | auto | reference
   std::vector<std::pair<std::string, std::vector<std::string>>> rules;  // target -> preference list
   std::string tuning_cache;      // "" = TuningCache::default_path()
+  // On-request algorithms the policies rank with the others (--precision bf16: onednn_bf16).
+  std::vector<std::string> also_rank;
+  bool ranks(const Algorithm& a) const;
 
   // Adds one command-line value ("auto", "conv=a,b", "NODE=a"); throws BadInput when malformed.
   void add(const std::string& arg);
@@ -30,8 +33,9 @@ struct AlgoSpec {
   // The preference list for a node of `op_class` (node rules beat class rules); null: the policy.
   const std::vector<std::string>* rule_for(const ir::Node& n, const std::string& op_class) const;
   // Should the channels_last pass move float conv `n` of `g` to N,H,W,C, where only onednn
-  // runs it? Yes when the node's first choice is onednn, or guess/auto and the estimates say
-  // it is faster there (kernels::channels_last_estimated_faster); `threads` 0: all cores.
+  // (and onednn_bf16) runs it? Yes when the node's first choice is one of them, or guess/auto
+  // and the estimates of the algorithms ranked say it is faster there
+  // (kernels::channels_last_estimated_faster); `threads` 0: all cores.
   bool wants_channels_last(const ir::Graph& g, const ir::Node& n, int threads) const;
 };
 

@@ -59,7 +59,7 @@ CollectStats collect_session(runtime::Session& s, Store& db, const CollectOption
     std::vector<std::string> missing;
     for (const std::string& regime : mo.regimes) {
       if (!regime_applies(regime, g, n)) continue;
-      auto row = db.find(k, algorithm_of(n), s.threads(), precision_of(k), regime, this_cpu(), this_isa(),
+      auto row = db.find(k, algorithm_of(n), s.threads(), precision_of(k, algorithm_of(n)), regime, this_cpu(), this_isa(),
                          JOULE_VERSION);
       if (!row || o.force) {
         missing.push_back(regime);

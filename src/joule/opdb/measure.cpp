@@ -79,8 +79,8 @@ OpKey op_key(const ir::Graph& g, const ir::Node& n) {
   return k;
 }
 
-std::string precision_of(const OpKey& k) {
-  bool bf16 = false, int8 = false;
+std::string precision_of(const OpKey& k, const std::string& algorithm) {
+  bool bf16 = algorithm.size() >= 5 && algorithm.compare(algorithm.size() - 5, 5, "_bf16") == 0, int8 = false;
   auto look = [&](const std::string& s) {
     bf16 = bf16 || s.find("bfloat16[") != std::string::npos;
     int8 = int8 || s.find("int8[") != std::string::npos;  // int8 and uint8
@@ -209,7 +209,7 @@ std::vector<Row> measure_node(const ir::Graph& g, const ir::Node& n, const std::
     r.op = key;
     r.algorithm = ran;
     r.threads = session.threads();
-    r.precision = precision_of(key);
+    r.precision = precision_of(key, ran);
     r.regime = regime;
     r.cpu = this_cpu();
     r.isa = this_isa();

@@ -39,8 +39,9 @@ struct MeasureOptions {
 
 // The key of node `n` of `g` (g.types must hold its input and output types).
 OpKey op_key(const ir::Graph& g, const ir::Node& n);
-// fp32, bf16 or int8: the narrowest float/integer type among the node's inputs and outputs.
-std::string precision_of(const OpKey& k);
+// fp32, bf16 or int8: the narrowest float/integer type among the node's inputs and outputs, or
+// bf16 when the algorithm computes in it (onednn_bf16 on float32 tensors).
+std::string precision_of(const OpKey& k, const std::string& algorithm);
 
 // Whether `regime` is measured for node `n` (cold: only for nodes with constant inputs).
 // BadInput for an unknown regime.

@@ -201,7 +201,7 @@ Prediction Predictor::predict(const runtime::Session& s, const std::string& mode
     L.flops = c.value("flops", 0.0);
     L.bytes = c.value("bytes", 0.0);
     L.weight_bytes = step_weights[step];
-    const std::string precision = opdb::precision_of(key);
+    const std::string precision = opdb::precision_of(key, L.algorithm);
     precisions.insert(precision);
     const std::string id = id_of(key, L.algorithm, p.threads, precision);
     auto at = [&](const std::string& regime) {

@@ -128,6 +128,8 @@ void Kwargs::prepare(api::PrepareOptions& o) {
   get("threads", o.threads);
   get("passes", o.passes);
   get("int8", o.int8);
+  get("precision", o.precision);
+  get("bf16_min_sqnr", o.bf16_min_sqnr_db);
   strings("algo", o.algo.rules);
   get("algo_file", o.algo.file);
   get("tuning_cache", o.algo.tuning_cache);

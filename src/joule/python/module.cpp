@@ -302,7 +302,8 @@ PYBIND11_MODULE(_joule, m) {
       .def_property_readonly("threads", [](PySession& s) { return s.prepared.session->threads(); })
       .def_property_readonly("peak_activation_bytes", [](PySession& s) { return s.prepared.session->peak_bytes(); })
       .def("_plan", [](PySession& s) { return dump(api::plan_json(*s.prepared.session)); })
-      .def("_pipeline", [](PySession& s) { return dump(s.prepared.pipeline); });
+      .def("_pipeline", [](PySession& s) { return dump(s.prepared.pipeline); })
+      .def("_precision", [](PySession& s) { return dump(s.prepared.precision.to_json()); });
 
   m.def("bench", [](const api::Model& model, py::kwargs kw) {
     Kwargs k("bench", kw);

@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "joule/kernels/select.h"
 #include "joule/ops/conv_util.h"
 #include "joule/ops/movement_util.h"
 
@@ -147,11 +148,11 @@ std::string read_nchw_conv_problem(const NodeView& v, ConvProblem* p) {
   return p->channels_last ? "channels_last (N,H,W,C) tensors: only onednn computes that layout" : "";
 }
 
-bool channels_last_estimated_faster(const ir::Graph& g, const ir::Node& n, int threads) {
+bool channels_last_estimated_faster(const ir::Graph& g, const ir::Node& n, int threads, const AlgoSpec& spec) {
   const NodeView v = view_of(g, n, threads);
   double best = std::numeric_limits<double>::infinity();
   for (const Algorithm* a : algorithms_for("conv"))
-    if (a->supports(v).empty()) best = std::min(best, a->estimate_ms(v));
+    if (spec.ranks(*a) && a->supports(v).empty()) best = std::min(best, a->estimate_ms(v));
   // A conv left in N,C,H,W between N,H,W,C neighbours costs a Transpose of its input and of its
   // output (the tiled transpose moves about 5 GB/s of data at 1 thread, measured on resnext50).
   Shape xs;
@@ -169,8 +170,11 @@ bool channels_last_estimated_faster(const ir::Graph& g, const ir::Node& n, int t
     if (w.has(i)) w.in_types[i] = &nhwc.emplace_back(ops::movement::permute_type(*w.in_types[i], ops::movement::kNchwToNhwc));
   if (w.out_types.empty() || !w.out_types[0]) return false;
   w.out_types[0] = &nhwc.emplace_back(ops::movement::permute_type(*w.out_types[0], ops::movement::kNchwToNhwc));
-  const Algorithm* onednn = find_algorithm("conv", "onednn");
-  return onednn && onednn->supports(w).empty() && onednn->estimate_ms(w) < best;
+  for (const char* name : {"onednn", "onednn_bf16"}) {
+    const Algorithm* a = find_algorithm("conv", name);
+    if (a && spec.ranks(*a) && a->supports(w).empty() && a->estimate_ms(w) < best) return true;
+  }
+  return false;
 }
 
 std::unique_ptr<Kernel> prepare_conv(const NodeView& v, const ConvFactory& factory) {

@@ -10,6 +10,8 @@
 
 namespace joule::kernels {
 
+struct AlgoSpec;
+
 struct ConvProblem {
   ConvShape shape;
   Epilogue epilogue;
@@ -34,7 +36,7 @@ std::string read_nchw_conv_problem(const NodeView& v, ConvProblem* p);
 // Would the float Conv/FusedConv `n` of `g` (N,C,H,W) run faster channels_last? True when the
 // guess estimate of onednn on N,H,W,C tensors is below the lowest estimate of the algorithms
 // that support the node as it is (the channels_last pass's choice under guess and auto).
-bool channels_last_estimated_faster(const ir::Graph& g, const ir::Node& n, int threads);
+bool channels_last_estimated_faster(const ir::Graph& g, const ir::Node& n, int threads, const AlgoSpec& spec);
 
 using ConvFactory = std::function<std::unique_ptr<ConvKernel>(const ConvProblem&, int threads)>;
 // Prepares `factory`'s kernel for the node (read_conv_problem must have succeeded).

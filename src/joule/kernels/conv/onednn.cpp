@@ -18,7 +18,7 @@ using dt = memory::data_type;
 class OnednnConv : public ConvKernel {
  public:
   OnednnConv(const ConvShape& s, const float* weight, const float* bias, bool has_bias, const Epilogue& ep,
-             bool channels_last, int threads)
+             bool channels_last, bool bf16, int threads)
       : s_(s), ep_(ep), stream_(onednn_engine()) {
     // oneDNN sizes a primitive's work split (and so its OpenMP team) when it is created.
     onednn_set_threads(threads);
@@ -35,8 +35,11 @@ class OnednnConv : public ConvKernel {
                                  (s.stride_h > 1 || s.stride_w > 1);
     const tag act_tag = channels_last && !strided_grouped ? tag::nhwc : tag::any;
     const memory::desc bias_md = has_bias ? memory::desc({s.m}, dt::f32, tag::x) : memory::desc();
+    // bf16: source and weights in bfloat16 (the source converted at every run, the weights
+    // once), products summed in float32, bias, post-ops and the output in float32.
+    const dt in_dt = bf16 ? dt::bf16 : dt::f32;
     dnnl::convolution_forward::desc cd(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                       memory::desc(d.src, dt::f32, act_tag), memory::desc(d.w, dt::f32, tag::any),
+                                       memory::desc(d.src, in_dt, act_tag), memory::desc(d.w, in_dt, tag::any),
                                        bias_md, memory::desc(d.dst, dt::f32, act_tag), d.strides, d.dil, d.pad_l,
                                        d.pad_r);
     dnnl::post_ops po;
@@ -135,9 +138,9 @@ std::string onednn_conv_supports(const ConvShape& s, const Epilogue& ep) {
 }
 
 std::unique_ptr<ConvKernel> make_onednn_conv(const ConvShape& s, const float* weight, const float* bias, bool has_bias,
-                                             const Epilogue& ep, bool channels_last, int threads) {
+                                             const Epilogue& ep, bool channels_last, int threads, bool bf16) {
   try {
-    return std::make_unique<OnednnConv>(s, weight, bias, has_bias, ep, channels_last, threads);
+    return std::make_unique<OnednnConv>(s, weight, bias, has_bias, ep, channels_last, bf16, threads);
   } catch (const dnnl::error& e) {
     fail_unsupported("oneDNN refused the convolution " + s.str() + ": " + e.what());
   }
@@ -175,8 +178,8 @@ OnednnOperand::OnednnOperand(const memory::desc& user_md, const memory::desc& pr
   }
 }
 
-void OnednnOperand::read(const float* p, dnnl::stream& s) {
-  user.set_data_handle(const_cast<float*>(p));
+void OnednnOperand::read(const void* p, dnnl::stream& s) {
+  user.set_data_handle(const_cast<void*>(p));
   if (reorder) to_prim.execute(s, user, prim);
 }
 

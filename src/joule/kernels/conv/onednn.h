@@ -4,7 +4,9 @@
 // to NCHW around each run; with `channels_last` the tensors are N,H,W,C and the primitive
 // computes in that layout (oneDNN's nxc kernels), so nothing is reordered. Constant weights are
 // reordered once here; weights given at run time (training) at every run. Bias, residual (sum
-// post-op) and activation (eltwise post-op) are fused into the primitive.
+// post-op) and activation (eltwise post-op) are fused into the primitive. `bf16`: the primitive
+// multiplies in bfloat16 (AVX512-BF16 / AMX) and sums in float32; the float32 source is
+// converted at every run, the weights once, and bias, post-ops and output stay float32.
 #include <dnnl.hpp>
 #include <memory>
 #include <string>
@@ -16,7 +18,7 @@ namespace joule::kernels {
 std::string onednn_conv_supports(const ConvShape& s, const Epilogue& ep);
 // `weight` null: the weights (and bias, when `has_bias`) come with every run (run_weights).
 std::unique_ptr<ConvKernel> make_onednn_conv(const ConvShape& s, const float* weight, const float* bias, bool has_bias,
-                                             const Epilogue& ep, bool channels_last, int threads);
+                                             const Epilogue& ep, bool channels_last, int threads, bool bf16 = false);
 
 // Makes oneDNN (OpenMP) use `threads` threads on the calling thread: the engine's pool and
 // oneDNN's team never run at the same time, so there is no oversubscription. Must also be
@@ -50,7 +52,7 @@ struct OnednnOperand {
   OnednnOperand() = default;
   OnednnOperand(const dnnl::memory::desc& user_md, const dnnl::memory::desc& prim_md);
   const dnnl::memory& arg() const { return reorder ? prim : user; }
-  void read(const float* p, dnnl::stream& s);
+  void read(const void* p, dnnl::stream& s);
   void bind(float* p) { user.set_data_handle(p); }
   void finish(dnnl::stream& s);
 };

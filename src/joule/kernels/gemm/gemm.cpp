@@ -75,7 +75,7 @@ template <Blas B>
 double estimate_ms(const NodeView& v) {
   GemmDims d;
   read(v, &d);
-  return sgemm_estimate_ms(B, 2.0 * d.M * d.N * d.K, v.threads);
+  return sgemm_estimate_ms(B, 2.0 * d.M * d.N * d.K, v.threads, 4.0 * d.N * d.K);
 }
 
 template <Blas B>

@@ -8,14 +8,18 @@ using dnnl::memory;
 
 OnednnMatMulPrimitive::OnednnMatMulPrimitive(const memory::desc& src_md, memory user_weights,
                                              const memory::desc& bias_md, const memory::desc& dst_md,
-                                             dnnl::primitive_attr attr, int threads)
+                                             dnnl::primitive_attr attr, int threads, memory::data_type compute)
     : stream_(onednn_engine()) {
   onednn_set_threads(threads);
   const auto& eng = onednn_engine();
   const memory::desc uw = user_weights.get_desc();
+  const bool convert = compute != memory::data_type::undef && compute != src_md.data_type();
+  const memory::desc prim_src = convert ? memory::desc(src_md.dims(), compute, memory::format_tag::ab) : src_md;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   pd_ = dnnl::matmul::primitive_desc(
-      dnnl::matmul::desc(src_md, memory::desc(uw.dims(), uw.data_type(), memory::format_tag::any), bias_md, dst_md),
+      dnnl::matmul::desc(prim_src,
+                         memory::desc(uw.dims(), convert ? compute : uw.data_type(), memory::format_tag::any),
+                         bias_md, dst_md),
       attr, eng);
   prim_ = dnnl::matmul(pd_);
   memory weights(pd_.weights_desc(), eng);
@@ -23,7 +27,11 @@ OnednnMatMulPrimitive::OnednnMatMulPrimitive(const memory::desc& src_md, memory 
   stream_.wait();
   src_ = memory(src_md, eng, DNNL_MEMORY_NONE);
   dst_ = memory(dst_md, eng, DNNL_MEMORY_NONE);
-  args_ = {{DNNL_ARG_SRC, src_},
+  if (convert) {
+    converted_src_ = memory(prim_src, eng);
+    convert_src_ = dnnl::reorder(src_, converted_src_);
+  }
+  args_ = {{DNNL_ARG_SRC, convert ? converted_src_ : src_},
            {DNNL_ARG_WEIGHTS, weights},
            {DNNL_ARG_DST, dst_},
            {DNNL_ARG_SCRATCHPAD, memory(pd_.scratchpad_desc(), eng)}};
@@ -32,6 +40,7 @@ OnednnMatMulPrimitive::OnednnMatMulPrimitive(const memory::desc& src_md, memory 
 void OnednnMatMulPrimitive::execute(const void* a, void* y, int threads) const {
   onednn_set_threads(threads);
   src_.set_data_handle(const_cast<void*>(a));
+  if (converted_src_) convert_src_.execute(stream_, src_, converted_src_);
   dst_.set_data_handle(y);
   prim_.execute(stream_, args_);
   stream_.wait();

@@ -12,10 +12,13 @@ class OnednnMatMulPrimitive {
  public:
   // `user_weights` is B as the caller holds it ([K, N] dims; any data type and tag); `bias_md`
   // may be empty. The primitive's team is sized for `threads` (oneDNN fixes it at creation);
-  // scratchpad memory is owned here.
+  // scratchpad memory is owned here. `compute` (e.g. bf16): the data type A and B are
+  // multiplied in, when it is not A's: B is converted once, A at every run into a buffer
+  // owned here.
   OnednnMatMulPrimitive(const dnnl::memory::desc& src_md, dnnl::memory user_weights,
                         const dnnl::memory::desc& bias_md, const dnnl::memory::desc& dst_md,
-                        dnnl::primitive_attr attr, int threads);
+                        dnnl::primitive_attr attr, int threads,
+                        dnnl::memory::data_type compute = dnnl::memory::data_type::undef);
 
   const dnnl::matmul::primitive_desc& pd() const { return pd_; }
   // The execution arguments: SRC, WEIGHTS, DST and SCRATCHPAD are bound; add the others
@@ -30,6 +33,8 @@ class OnednnMatMulPrimitive {
   dnnl::matmul::primitive_desc pd_;
   dnnl::matmul prim_;
   mutable dnnl::memory src_, dst_;
+  mutable dnnl::memory converted_src_;  // A in the compute type (when it differs)
+  dnnl::reorder convert_src_;
   std::unordered_map<int, dnnl::memory> args_;
 };
 

@@ -33,8 +33,8 @@ void sgemm(Blas b, int threads, bool ta, bool tb, int64_t M, int64_t N, int64_t 
               static_cast<blasint>(lda), B, static_cast<blasint>(ldb), beta, C, static_cast<blasint>(ldc));
 }
 
-double sgemm_estimate_ms(Blas b, double flops, int threads) {
-  return flops / ((b == Blas::kOnednn ? 100e9 : 50e9) * threads) * 1e3 + 0.002;
+double sgemm_estimate_ms(Blas b, double flops, int threads, double b_bytes) {
+  return std::max(flops / ((b == Blas::kOnednn ? 100e9 : 50e9) * threads), b_bytes / (25e9 * threads)) * 1e3 + 0.002;
 }
 
 void parallel_sgemm(Blas b, ThreadPool& pool, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,

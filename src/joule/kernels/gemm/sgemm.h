@@ -20,7 +20,9 @@ void sgemm(Blas b, int threads, bool ta, bool tb, int64_t M, int64_t N, int64_t 
            int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 // Rough time of `flops` on `threads` threads, for the `guess` policy: OpenBLAS's AVX2 path
 // vs oneDNN's AVX-512 JIT (1-thread rates measured by bench/kernels_bench).
-double sgemm_estimate_ms(Blas b, double flops, int threads);
+// `b_bytes`: B's size; a product streams B from memory at least once (~25 GB/s at 1 thread,
+// the measured read bandwidth), which bounds matrix-vector products.
+double sgemm_estimate_ms(Blas b, double flops, int threads, double b_bytes = 0);
 // The same, using every thread of the pool.
 void parallel_sgemm(Blas b, ThreadPool& pool, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                     const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);

@@ -1,0 +1,59 @@
+#pragma once
+// --precision: the arithmetic Conv, MatMul and Gemm run in.
+//   fp32 (default)  float32 kernels, chosen by the algorithm policy.
+//   bf16            oneDNN's bfloat16 kernels (algorithm onednn_bf16: AVX512-BF16 or AMX-BF16,
+//                   refused with a one-line reason on CPUs without): operands rounded to
+//                   bfloat16, products summed in float32, bias, post-ops and outputs float32;
+//                   every other op stays float32. Layers oneDNN's bf16 kernels do not support
+//                   run float32 under the algorithm policy.
+// The fallback ladder (bf16 -> fp32): prepare() runs the bf16 plan once on a check input and
+// computes, for every layer on a bf16 kernel, the same layer's float32 kernel on the same inputs;
+// a layer whose isolated output SQNR falls below the threshold stays float32.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "joule/kernels/select.h"
+#include "joule/runtime/session.h"
+
+namespace joule::api {
+
+// BadInput unless `precision` is fp32 or bf16, and for bf16 on a CPU without native bfloat16
+// products (the reason names the CPU).
+void check_precision(const std::string& precision);
+
+// What --precision changes in `algo`: bf16 lets the policies rank onednn_bf16 (conv, matmul,
+// gemm) with the float32 algorithms, so a layer runs bf16 unless a float32 algorithm is
+// estimated (guess) or measured (auto) faster, e.g. Winograd on large 3x3 maps. Rules naming
+// algorithms are obeyed as given. fp32 changes nothing.
+void precision_algorithms(const std::string& precision, kernels::AlgoSpec& algo);
+
+struct PrecisionReport;
+// Rules keeping the layers the ladder moved to fp32 there: each on the float32 algorithm of the
+// same primitive (conv: onednn, matmul/gemm: onednn_packed), the twin the check compared with.
+void keep_fp32(const PrecisionReport& r, kernels::AlgoSpec& algo);
+
+struct LayerPrecision {
+  std::string node, op, op_class;
+  double sqnr_db = 0;  // bf16 kernel against the float32 kernel, same inputs (infinity: equal)
+  bool fp32 = false;   // below the threshold: kept float32
+};
+
+struct PrecisionReport {
+  std::string precision = "fp32";
+  double min_sqnr_db = 0;            // 0: no check (every supported layer in bf16)
+  std::string check_input;           // "given" or "seeded random"
+  std::vector<LayerPrecision> layers;  // execution order: layers the bf16 kernels support
+  size_t bf16_layers() const;
+  size_t fp32_layers() const;        // kept float32 by the ladder
+  nlohmann::json to_json() const;
+  // One line: how many layers run bf16, which stay float32 and why.
+  std::string summary() const;
+};
+
+// The isolated SQNR of every step of `s` on a bf16 kernel (`s` must hold its constants: no
+// release_packed_constants), from one run on `inputs`.
+std::vector<LayerPrecision> bf16_layer_sqnr(runtime::Session& s, const runtime::TensorMap& inputs);
+
+}  // namespace joule::api

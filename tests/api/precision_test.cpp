@@ -1,0 +1,87 @@
+// --precision bf16 (api/precision.h): Conv and Gemm on oneDNN's bfloat16 kernels where the CPU has
+// them, each layer's isolated SQNR against its float32 kernel on the same inputs, and the ladder
+// keeping the layers below the threshold in float32.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "joule/api/prepare.h"
+#include "joule/core/cpu_features.h"
+#include "joule/quant/sensitivity.h"
+#include "joule/runtime/inputs.h"
+
+namespace api = joule::api;
+using joule::Error;
+
+namespace {
+
+const std::string kModel = std::string(JOULE_SOURCE_DIR) + "/models/fashion_cnn.onnx";
+
+api::PrepareOptions bf16(double min_sqnr_db) {
+  api::PrepareOptions o = api::PrepareOptions::with_threads(1);
+  o.precision = "bf16";
+  o.bf16_min_sqnr_db = min_sqnr_db;
+  return o;
+}
+
+size_t steps_on(const joule::runtime::Session& s, const std::string& algorithm) {
+  size_t n = 0;
+  for (size_t i = 0; i < s.num_steps(); ++i)
+    n += s.step_node(i).meta["software"].value("algorithm", "") == algorithm;
+  return n;
+}
+
+TEST(Precision, UnknownPrecisionIsRefused) {
+  api::PrepareOptions o;
+  o.precision = "fp8";
+  try {
+    api::prepare(api::Model::load(kModel), o);
+    FAIL() << "fp8 accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("neither fp32 nor bf16"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Precision, Bf16LayersAreCheckedAgainstFloat32AndTheLadderKeepsLowOnesThere) {
+  if (std::string why = joule::bf16_unsupported_reason(); !why.empty()) GTEST_SKIP() << why;
+  const api::Model m = api::Model::load(kModel);
+  api::Prepared p = api::prepare(m, bf16(30));
+  const api::PrecisionReport& r = p.precision;
+  ASSERT_GE(r.bf16_layers(), 2u) << r.to_json().dump();  // its convolutions and its classifier
+  EXPECT_EQ(r.fp32_layers(), 0u);
+  EXPECT_EQ(r.check_input, "seeded random");
+  EXPECT_EQ(steps_on(*p.session, "onednn_bf16"), r.bf16_layers());
+  for (const api::LayerPrecision& l : r.layers) {
+    // bfloat16 products: close to float32 (8 significant bits: ~45-55 dB), but not equal to it.
+    EXPECT_GT(l.sqnr_db, 30) << l.node;
+    EXPECT_LT(l.sqnr_db, 90) << l.node << ": as exact as float32, so not computed in bfloat16";
+  }
+
+  // The whole model against float32: close, not equal.
+  auto fp32 = api::prepare(m, api::PrepareOptions::with_threads(1));
+  const joule::runtime::TensorMap in = joule::runtime::random_inputs(*fp32.session, 3);
+  const auto want = fp32.session->run(in), got = p.session->run(in);
+  joule::quant::MetricsAccumulator acc;
+  for (auto& [name, t] : want) acc.add(t, got.at(name));
+  EXPECT_GT(acc.result().sqnr_db, 30);
+  EXPECT_LT(acc.result().sqnr_db, 90);
+
+  // A threshold no bf16 layer reaches: every one stays float32, on its float32 twin or better.
+  api::Prepared all = api::prepare(m, bf16(1000));
+  EXPECT_EQ(all.precision.fp32_layers(), r.layers.size());
+  EXPECT_EQ(all.precision.bf16_layers(), 0u);
+  EXPECT_EQ(steps_on(*all.session, "onednn_bf16"), 0u);
+  EXPECT_NE(all.precision.summary().find(r.layers[0].node), std::string::npos) << all.precision.summary();
+  const auto exact = all.session->run(in);
+  joule::quant::MetricsAccumulator e;
+  for (auto& [name, t] : want) e.add(t, exact.at(name));
+  EXPECT_GT(e.result().sqnr_db, 90);
+
+  // No check: the same layers in bf16, their SQNR not measured.
+  api::Prepared unchecked = api::prepare(m, bf16(0));
+  EXPECT_EQ(unchecked.precision.bf16_layers(), r.bf16_layers());
+  for (const api::LayerPrecision& l : unchecked.precision.layers) EXPECT_TRUE(std::isnan(l.sqnr_db)) << l.node;
+  EXPECT_NE(unchecked.precision.summary().find("no SQNR check"), std::string::npos);
+}
+
+}  // namespace
