@@ -187,6 +187,17 @@ TEST(Cli, PrecisionBf16RunsOrSaysWhyNot) {
     Result plan = joule_cmd("info default --plan --threads 1 --precision bf16 --bf16-min-sqnr 0");
     ASSERT_EQ(plan.code, 0) << plan.out;
     EXPECT_NE(plan.out.find("onednn_bf16"), std::string::npos) << plan.out;
+    // joule compare's bf16 row: the same model at --precision bf16, close to fp32, not equal to it.
+    const std::string src = JOULE_SOURCE_DIR;
+    Result c = joule_cmd("compare default --configs " + src + "/examples/quant/w8a8.yaml --calib " + src +
+                         "/models/fashion_cnn_sample.npy --bf16 --runs 2 --warmup 0 --threads 1 --format json");
+    ASSERT_EQ(c.code, 0) << c.out;
+    const auto rows = nlohmann::json::parse(c.out)["rows"];
+    ASSERT_EQ(rows.size(), 3u) << c.out;
+    EXPECT_EQ(rows[1]["model"], "bf16");
+    EXPECT_GT(rows[1]["output_sqnr_db"].get<double>(), 30);
+    EXPECT_LT(rows[1]["output_sqnr_db"].get<double>(), 90);
+    EXPECT_LT(rows[1]["weight_bytes"].get<double>(), rows[0]["weight_bytes"].get<double>());
   }
   // A CPU without bfloat16 products (JOULE_ISA caps what joule detects): one line, exit 2.
   ::setenv("JOULE_ISA", "avx2", 1);

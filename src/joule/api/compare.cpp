@@ -2,13 +2,16 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <filesystem>
 
+#include "joule/api/evaluate.h"
 #include "joule/api/prepare.h"
 #include "joule/api/run.h"
 #include "joule/core/error.h"
 #include "joule/core/file_util.h"
 #include "joule/passes/pass.h"
+#include "joule/quant/sensitivity.h"
 
 namespace joule::api {
 
@@ -24,6 +27,44 @@ size_t integer_nodes(const profile::ProfileResult& pr) {
   return n;
 }
 
+// The FP32 model at --precision bf16: the ladder checked on `probe`, then timed like the other rows
+// (the profile with the same algorithm rules) and evaluated on the session the ladder made.
+CompareRow bf16_row(const ir::Graph& fp32, double fp32_weight_bytes, const CompareOptions& o,
+                    profile::ProfileOptions po, const runtime::TensorMap& probe, const data::Dataset* eval_set,
+                    const Hooks& hooks) {
+  CompareRow r;
+  r.name = "bf16";
+  r.config = "--precision bf16";
+  PrepareOptions p = PrepareOptions::with_threads(o.quant.threads);
+  p.precision = "bf16";
+  p.bf16_min_sqnr_db = o.bf16_min_sqnr_db;
+  p.check_inputs = probe;
+  Prepared b = prepare(ir::Graph(fp32), p);
+  Prepared f = prepare(ir::Graph(fp32), PrepareOptions::with_threads(o.quant.threads));
+  const runtime::TensorMap want = f.session->run(probe), got = b.session->run(probe);
+  quant::MetricsAccumulator acc;
+  for (auto& [name, t] : want)
+    if (t.dtype() == DType::Float32) acc.add(t, got.at(name));
+  r.output_sqnr_db = acc.result().sqnr_db;
+  // The bf16 kernels hold their weights in bfloat16: half the bytes of those layers' weights.
+  r.weight_bytes = fp32_weight_bytes;
+  for (size_t i = 0; i < b.session->num_steps(); ++i) {
+    const ir::Node& n = b.session->step_node(i);
+    if (n.meta["software"].value("algorithm", "") != "onednn_bf16" || n.inputs.size() < 2) continue;
+    if (auto w = fp32.initializers.find(n.inputs[1]); w != fp32.initializers.end()) r.weight_bytes -= 2.0 * w->second.numel();
+  }
+  precision_algorithms("bf16", po.algo);
+  keep_fp32(b.precision, po.algo);
+  hooks.report("compare", 0, 0, "compare: timing bf16");
+  po.model_name = r.name;
+  profile::ProfileResult pr = profile::profile_model(fp32, po, &probe);
+  r.latency_ms = pr.plain_ms;
+  r.energy = pr.energy;
+  if (eval_set) r.eval = evaluate_session(*b.session, *eval_set, o.quant.eval_samples, hooks, "evaluating bf16");
+  r.precision = std::move(b.precision);
+  return r;
+}
+
 }  // namespace
 
 nlohmann::json CompareRow::to_json() const {
@@ -33,6 +74,8 @@ nlohmann::json CompareRow::to_json() const {
                    {"integer_nodes", integer_nodes},
                    {"fake_quant_nodes", fake_quant_nodes}};
   if (!config.empty()) j["config"] = config;
+  if (precision) j["precision"] = precision->to_json();
+  if (output_sqnr_db) j["output_sqnr_db"] = std::isfinite(*output_sqnr_db) ? nlohmann::json(*output_sqnr_db) : nlohmann::json();
   if (eval) j["eval"] = eval->to_json();
   if (energy)
     j["energy"] = {{"source", energy->source},
@@ -105,6 +148,7 @@ CompareReport compare(const Model& m, const CompareOptions& o, const Hooks& hook
   rep.rows[0].name = "fp32";
   rep.rows[0].weight_bytes = quant::weight_bytes(base.graph, quant::QuantPlan{});
   measure(rep.rows[0], base.graph);
+  if (o.bf16) rep.rows.push_back(bf16_row(base.graph, rep.rows[0].weight_bytes, o, po, probe, eval_set.get(), hooks));
   for (const std::string& config : o.configs) {
     QuantModel c = replan(base, config);
     calibrate(c, q, hooks);

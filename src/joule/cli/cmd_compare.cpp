@@ -69,6 +69,10 @@ Action add_compare(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--energy-profile", o->energy_profile, "device profile JSON for the estimator");
   app.add_option("-o,--output", o->out_dir, "directory for compare.json and compare.csv");
+  app.add_flag("--bf16", o->bf16, "add a bf16 row: the FP32 model at --precision bf16 (its ladder, output SQNR vs fp32)");
+  app.add_option("--bf16-min-sqnr", o->bf16_min_sqnr_db, "--bf16: layers below this isolated SQNR (dB) stay fp32")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   return [a, o, agreement, inputs, top] {
     o->quant = a->resolved();
     if (*agreement) {
@@ -103,6 +107,10 @@ Action add_compare(CLI::App& app) {
                  row.energy ? fmt::format("{:.3f}", 1e3 * row.energy->joules_per_inference) : "-",
                  human_bytes(row.weight_bytes), row.integer_nodes);
     }
+    for (const api::CompareRow& row : r.rows)
+      if (row.precision)
+        fmt::print("{}; output SQNR against fp32 {:.1f} dB on the timing sample\n", row.precision->summary(),
+                   row.output_sqnr_db.value_or(0));
     if (fp32.energy)
       fmt::print("energy source: {} ({})\n", fp32.energy->source, fp32.energy->description);
     else
