@@ -20,8 +20,6 @@ const kernels::Algorithm* fp32_twin(const std::string& op_class) {
   return kernels::find_algorithm(op_class, op_class == "conv" ? "onednn" : "onednn_packed");
 }
 
-bool on_bf16(const ir::Node& n) { return n.meta["software"].value("algorithm", "") == kBf16; }
-
 // After each step on a bf16 kernel, the float32 kernel of the same node on the same inputs.
 // The inputs are copied before the step: the memory plan may write a fused convolution's output
 // over its residual input.
@@ -29,7 +27,7 @@ class Bf16Checker : public runtime::Observer {
  public:
   explicit Bf16Checker(runtime::Session& s) : s_(s) {}
   void before_node(size_t, const ir::Node& n, const std::vector<const Tensor*>& inputs) override {
-    if (!on_bf16(n)) return;
+    if (!on_bf16_kernel(n)) return;
     copies_.assign(inputs.size(), Tensor());
     for (size_t i = 0; i < inputs.size(); ++i)
       if (inputs[i]) copies_[i] = i < n.inputs.size() && s_.graph().is_initializer(n.inputs[i]) ? *inputs[i]
@@ -37,7 +35,7 @@ class Bf16Checker : public runtime::Observer {
   }
   void after_node(size_t, const ir::Node& n, const std::vector<const Tensor*>&,
                   const std::vector<Tensor>& outputs) override {
-    if (!on_bf16(n) || outputs.empty() || !outputs[0].defined()) return;
+    if (!on_bf16_kernel(n) || outputs.empty() || !outputs[0].defined()) return;
     std::vector<const Tensor*> inputs(copies_.size(), nullptr);
     for (size_t i = 0; i < copies_.size(); ++i)
       if (copies_[i].defined()) inputs[i] = &copies_[i];
@@ -62,6 +60,8 @@ class Bf16Checker : public runtime::Observer {
 };
 
 }  // namespace
+
+bool on_bf16_kernel(const ir::Node& n) { return n.meta["software"].value("algorithm", "") == kBf16; }
 
 void check_precision(const std::string& precision) {
   if (precision != "fp32" && precision != "bf16") fail("precision: '" + precision + "' is neither fp32 nor bf16");

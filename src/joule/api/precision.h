@@ -19,6 +19,9 @@
 
 namespace joule::api {
 
+// True when the session chose the bf16 kernel (onednn_bf16) for node `n`.
+bool on_bf16_kernel(const ir::Node& n);
+
 // BadInput unless `precision` is fp32 or bf16, and for bf16 on a CPU without native bfloat16
 // products (the reason names the CPU).
 void check_precision(const std::string& precision);

@@ -64,10 +64,6 @@ Prepared prepare(Model&& m, const PrepareOptions& o) {
 }
 
 namespace {
-bool runs_bf16(const runtime::Session& s, size_t step) {
-  return s.step_node(step).meta["software"].value("algorithm", "") == "onednn_bf16";
-}
-
 // bf16 with the ladder: the bf16 plan runs once on the check input; layers below the SQNR
 // threshold get rules keeping them fp32 and the session is built again. Returns the session
 // when it can be kept (nothing fell back, constants not to be released), else null.
@@ -77,7 +73,7 @@ std::unique_ptr<runtime::Session> bf16_ladder(const ir::Graph& g, const PrepareO
   check.release_packed_constants = false;  // the fp32 twins read the weights
   auto s = std::make_unique<runtime::Session>(ir::Graph(g), check);
   bool any = false;
-  for (size_t i = 0; i < s->num_steps() && !any; ++i) any = runs_bf16(*s, i);
+  for (size_t i = 0; i < s->num_steps() && !any; ++i) any = on_bf16_kernel(s->step_node(i));
   if (!any) return so.release_packed_constants ? nullptr : std::move(s);
   r.check_input = o.check_inputs.empty() ? "seeded random" : "given";
   r.layers = bf16_layer_sqnr(*s, o.check_inputs.empty() ? runtime::random_inputs(*s) : o.check_inputs);
@@ -108,7 +104,7 @@ Prepared prepare(ir::Graph g, const PrepareOptions& o) {
   if (!p.session) p.session = std::make_unique<runtime::Session>(std::move(g), so);
   if (o.precision == "bf16" && p.precision.layers.empty())  // no check: the layers the plan runs in bf16
     for (size_t i = 0; i < p.session->num_steps(); ++i)
-      if (runs_bf16(*p.session, i))
+      if (on_bf16_kernel(p.session->step_node(i)))
         p.precision.layers.push_back({p.session->step_node(i).name, p.session->step_node(i).op_type,
                                       kernels::op_class_of(p.session->step_node(i)),
                                       std::numeric_limits<double>::quiet_NaN(), false});
