@@ -139,11 +139,8 @@ std::string onednn_conv_supports(const ConvShape& s, const Epilogue& ep) {
 
 std::unique_ptr<ConvKernel> make_onednn_conv(const ConvShape& s, const float* weight, const float* bias, bool has_bias,
                                              const Epilogue& ep, bool channels_last, int threads, bool bf16) {
-  try {
-    return std::make_unique<OnednnConv>(s, weight, bias, has_bias, ep, channels_last, bf16, threads);
-  } catch (const dnnl::error& e) {
-    fail_unsupported("oneDNN refused the convolution " + s.str() + ": " + e.what());
-  }
+  return make_onednn_kernel<OnednnConv>("", "convolution " + s.str(), s, weight, bias, has_bias, ep, channels_last,
+                                        bf16, threads);
 }
 
 const dnnl::engine& onednn_engine() {

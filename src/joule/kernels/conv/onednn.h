@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "joule/core/error.h"
 #include "joule/kernels/conv/conv_shape.h"
 
 namespace joule::kernels {
@@ -24,6 +25,18 @@ std::unique_ptr<ConvKernel> make_onednn_conv(const ConvShape& s, const float* we
 // oneDNN's team never run at the same time, so there is no oversubscription. Must also be
 // called before a primitive is created: oneDNN fixes its team size then.
 void onednn_set_threads(int threads);
+
+// Builds a kernel K whose constructor creates oneDNN primitives: oneDNN's refusal (no
+// implementation for the shape, types or attributes) becomes fail_unsupported,
+// "<where>oneDNN refused the <what>: <oneDNN's message>".
+template <class K, class... Args>
+std::unique_ptr<K> make_onednn_kernel(const std::string& where, const std::string& what, Args&&... args) {
+  try {
+    return std::make_unique<K>(std::forward<Args>(args)...);
+  } catch (const dnnl::error& e) {
+    fail_unsupported(where + "oneDNN refused the " + what + ": " + e.what());
+  }
+}
 
 // The CPU engine every oneDNN primitive of joule runs on (created on first use).
 const dnnl::engine& onednn_engine();

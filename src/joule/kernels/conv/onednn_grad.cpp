@@ -165,11 +165,7 @@ double data_estimate(const NodeView& v) { return estimate(v, true); }
 std::unique_ptr<Kernel> data_prepare(const NodeView& v) {
   ConvShape s;
   read_grad(v, true, &s);
-  try {
-    return std::make_unique<GradDataKernel>(s, v.threads);
-  } catch (const dnnl::error& e) {
-    fail_unsupported("oneDNN refused the backward-data convolution " + s.str() + ": " + e.what());
-  }
+  return make_onednn_kernel<GradDataKernel>("", "backward-data convolution " + s.str(), s, v.threads);
 }
 
 std::string weight_supports(const NodeView& v) {
@@ -181,11 +177,7 @@ std::unique_ptr<Kernel> weight_prepare(const NodeView& v) {
   ConvShape s;
   read_grad(v, false, &s);
   const bool bias = v.node.outputs.size() > 1 && !v.node.outputs[1].empty();
-  try {
-    return std::make_unique<GradWeightKernel>(s, bias, v.threads);
-  } catch (const dnnl::error& e) {
-    fail_unsupported("oneDNN refused the backward-weights convolution " + s.str() + ": " + e.what());
-  }
+  return make_onednn_kernel<GradWeightKernel>("", "backward-weights convolution " + s.str(), s, bias, v.threads);
 }
 
 }  // namespace

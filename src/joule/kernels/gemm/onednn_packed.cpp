@@ -204,11 +204,7 @@ template <std::string (*Read)(const NodeView&, PackedProblem*), bool Bf16 = fals
 std::unique_ptr<Kernel> prepare(const NodeView& v) {
   PackedProblem p;
   if (std::string why = Read(v, &p); !why.empty()) fail_internal(v.node.where() + ": " + why);
-  try {
-    return std::make_unique<PackedMatMul>(p, v.threads, Bf16);
-  } catch (const dnnl::error& e) {
-    fail_unsupported(v.node.where() + ": oneDNN refused the matmul: " + std::string(e.what()));
-  }
+  return make_onednn_kernel<PackedMatMul>(v.node.where() + ": ", "matmul", p, v.threads, Bf16);
 }
 
 }  // namespace

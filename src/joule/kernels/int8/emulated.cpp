@@ -177,11 +177,7 @@ std::unique_ptr<Kernel> conv_prepare(const NodeView& v) {
 std::unique_ptr<Kernel> matmul_prepare(const NodeView& v) {
   QMatMulProblem p;
   if (std::string r = read_qmatmul_problem(v, &p); !r.empty()) fail_internal(v.node.where() + ": " + r);
-  try {
-    return std::make_unique<EmulatedQMatMul>(p, v.threads);
-  } catch (const dnnl::error& e) {
-    fail_unsupported(v.node.where() + ": oneDNN refused the float32 matmul: " + std::string(e.what()));
-  }
+  return make_onednn_kernel<EmulatedQMatMul>(v.node.where() + ": ", "float32 matmul", p, v.threads);
 }
 
 }  // namespace

@@ -131,11 +131,7 @@ double estimate_ms(const NodeView& v) {
 std::unique_ptr<Kernel> prepare(const NodeView& v) {
   QConvProblem p;
   if (std::string r = read_qconv_problem(v, &p); !r.empty()) fail_internal(v.node.where() + ": " + r);
-  try {
-    return std::make_unique<OnednnQConv>(p, v.threads);
-  } catch (const dnnl::error& e) {
-    fail_unsupported(v.node.where() + ": oneDNN refused the int8 convolution " + p.s.str() + ": " + e.what());
-  }
+  return make_onednn_kernel<OnednnQConv>(v.node.where() + ": ", "int8 convolution " + p.s.str(), p, v.threads);
 }
 
 }  // namespace

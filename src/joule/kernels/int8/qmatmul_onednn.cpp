@@ -55,11 +55,7 @@ double estimate_ms(const NodeView& v) {
 std::unique_ptr<Kernel> prepare(const NodeView& v) {
   QMatMulProblem p;
   if (std::string r = read_qmatmul_problem(v, &p); !r.empty()) fail_internal(v.node.where() + ": " + r);
-  try {
-    return std::make_unique<OnednnQMatMul>(p, v.threads);
-  } catch (const dnnl::error& e) {
-    fail_unsupported(v.node.where() + ": oneDNN refused the int8 matmul: " + std::string(e.what()));
-  }
+  return make_onednn_kernel<OnednnQMatMul>(v.node.where() + ": ", "int8 matmul", p, v.threads);
 }
 
 }  // namespace
