@@ -52,9 +52,7 @@ DataSource DataSource::from_arrays(Tensor images, Tensor labels) {
 std::string DataSource::label() const {
   if (!spec.empty()) return std::filesystem::absolute(spec).string();
   if (!images.defined()) return "";
-  uint64_t h = 1469598103934665603ull;  // FNV-1a of the bytes: arrays of one shape stay apart
-  const auto* p = static_cast<const unsigned char*>(images.raw());
-  for (size_t i = 0; i < images.nbytes(); ++i) h = (h ^ p[i]) * 1099511628211ull;
+  const uint64_t h = fnv1a64(images.raw(), images.nbytes());  // arrays of one shape stay apart
   return fmt::format("array{} {}:{:016x}", shape_str(images.shape()), dtype_name(images.dtype()), h);
 }
 

@@ -35,6 +35,7 @@ Action add_automp(CLI::App& app) {
     const api::AutoMpReport r = api::automp(m, *o, terminal_hooks(a->quiet));
     end_status(a->quiet);
     const nlohmann::json& j = r.json;
+    record_run(a->store, "automp", m.name(), j);
     if (a->format == "json") {
       fmt::print("{}\n", j.dump(2));
       return 0;

@@ -8,7 +8,7 @@ namespace joule::cli {
 
 namespace {
 struct BenchArgs {
-  std::string model, format = "table";
+  std::string model, format = "table", store;
   std::vector<std::string> inputs;
   api::BenchOptions opt;
 };
@@ -22,11 +22,13 @@ Action add_bench(CLI::App& app) {
   app.add_option("--runs", a->opt.runs, "timed runs")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--format", a->format, "table or json")->check(CLI::IsMember({"table", "json"}));
   add_prepare_options(app, a->opt.prepare, "graph passes before timing: none, default or a comma-separated list");
+  add_store_option(app, a->store);
   return [a] {
     api::Model m = api::Model::load(a->model);
     if (!a->inputs.empty()) a->opt.inputs = api::read_inputs(a->inputs, m.input_names());
     const api::BenchResult r = api::bench(std::move(m), a->opt, terminal_hooks());
     end_status();
+    record_run(a->store, "bench", r.model, r.to_json());
     if (a->format == "json") {
       fmt::print("{}\n", r.to_json().dump(2));
       return 0;

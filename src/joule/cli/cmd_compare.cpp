@@ -82,8 +82,10 @@ Action add_compare(CLI::App& app) {
       if (a->format == "json") return fmt::print("{}\n", r.to_json().dump(2)), 0;
       return print_agreement(r, *top);
     }
-    const api::CompareReport r = api::compare(api::Model::load(a->model), *o, terminal_hooks(a->quiet));
+    const api::Model m = api::Model::load(a->model);
+    const api::CompareReport r = api::compare(m, *o, terminal_hooks(a->quiet));
     end_status(a->quiet);
+    record_run(a->store, "compare", m.name(), r.to_json());
     if (a->format == "json") {
       fmt::print("{}\n", r.to_json().dump(2));
       return 0;

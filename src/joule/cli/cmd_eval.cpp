@@ -9,7 +9,7 @@ namespace joule::cli {
 
 namespace {
 struct EvalArgs {
-  std::string model, data, format = "table";
+  std::string model, data, format = "table", store;
   ShapeFlags shapes;
   api::EvalOptions opt;
 };
@@ -25,11 +25,14 @@ Action add_eval(CLI::App& app) {
   app.add_option("--format", a->format, "table or json")->check(CLI::IsMember({"table", "json"}));
   add_data_options(app, a->opt.preprocess);
   add_prepare_options(app, a->opt.prepare, "graph passes: none, default or a list");
+  add_store_option(app, a->store);
   return [a] {
     a->opt.data = api::DataSource::from_spec(a->data);
     a->opt.input_shapes = a->shapes.parse();
-    const api::EvalReport r = api::evaluate(api::Model::load(a->model), a->opt, terminal_hooks());
+    const api::Model m = api::Model::load(a->model);
+    const api::EvalReport r = api::evaluate(m, a->opt, terminal_hooks());
     end_status();
+    record_run(a->store, "eval", m.name(), r.to_json());
     if (a->format == "json") {
       fmt::print("{}\n", r.to_json().dump(2));
       return 0;

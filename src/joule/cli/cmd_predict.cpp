@@ -13,7 +13,7 @@ struct PredictArgs {
   std::vector<std::string> models;
   api::PredictOptions opt;
   int64_t batch = 0;
-  std::string format = "table";
+  std::string format = "table", store;
   bool validate = false, all_layers = false;
   api::ValidateOptions val;
 };
@@ -44,6 +44,7 @@ Action add_predict(CLI::App& app) {
   app.add_option("--rounds", a->val.rounds, "with --validate: rounds over the models; the best round's median counts")
       ->check(CLI::PositiveNumber)->capture_default_str();
   app.add_flag("--all", a->all_layers, "table: every layer (default: the 15 slowest)");
+  add_store_option(app, a->store);
   app.add_option("--format", a->format, "table or json")->check(CLI::IsMember({"table", "json"}));
   return [a] {
     if (a->batch > 0) a->opt.batch = a->batch;
@@ -72,6 +73,7 @@ Action add_predict(CLI::App& app) {
     }
     if (ms.size() != 1) fail("predict takes one model (several only with --validate)");
     const predict::Prediction p = api::predict_model(ms[0], a->opt);
+    record_run(a->store, "predict", ms[0].name(), p.to_json());
     if (a->format == "json") {
       fmt::print("{}\n", p.to_json().dump(2));
       return 0;

@@ -9,7 +9,7 @@ namespace joule::cli {
 
 namespace {
 struct ProfileArgs {
-  std::string model, format = "table";
+  std::string model, format = "table", store;
   std::vector<std::string> inputs;
   int warmup = 5, runs = 30, top = 15;
   bool quiet = false, no_layer_energy = false;
@@ -51,6 +51,7 @@ Action add_profile(CLI::App& app) {
   app.add_option("--stage", o.stage, "preset sweep: sanity (1 point), quick (~10), full (~100)")
       ->check(CLI::IsMember({"sanity", "quick", "full"}));
   app.add_flag("-q,--quiet", a->quiet, "no progress on stderr");
+  add_store_option(app, a->store);
   app.add_option("--passes", o.passes, "graph passes before profiling (at each sweep point's shapes): none, default or a list");
   add_int8_option(app, o.int8);
   add_precision_options(app, o.precision, o.bf16_min_sqnr_db);
@@ -67,6 +68,7 @@ Action add_profile(CLI::App& app) {
     if (!a->inputs.empty()) o.inputs = api::read_inputs(a->inputs, m.input_names());
     const api::ProfileReport r = api::profile(m, o, terminal_hooks(a->quiet));
     end_status(a->quiet);
+    record_run(a->store, "profile", r.model, r.to_json());
     if (a->format == "json") {
       fmt::print("{}\n", r.to_json().dump(2));
       return 0;

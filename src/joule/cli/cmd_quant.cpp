@@ -31,6 +31,7 @@ Action add_quantize(CLI::App& app) {
       r.model.save(a->out, *allow_joule_ops);
       j["output"] = a->out;
     }
+    record_run(a->store, "quantize", m.name(), j);
     if (a->format == "json") {
       fmt::print("{}\n", j.dump(2));
       return 0;
@@ -73,6 +74,7 @@ Action add_sensitivity(CLI::App& app) {
     if (s->out_dir.empty()) s->out_dir = "runs/sensitivity/" + m.name();
     const api::SensitivityResult r = api::sensitivity(m, *s, terminal_hooks(a->quiet));
     end_status(a->quiet);
+    record_run(a->store, "sensitivity", m.name(), r.json);
     if (a->format == "json") {
       fmt::print("{}\n", r.json.dump(2));
       return 0;

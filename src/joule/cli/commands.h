@@ -24,5 +24,7 @@ Action add_finetune(CLI::App& app);
 Action add_qat(CLI::App& app);
 Action add_opdb(CLI::App& app);
 Action add_predict(CLI::App& app);
+Action add_experiment(CLI::App& app);
+Action add_report(CLI::App& app);
 
 }  // namespace joule::cli

@@ -5,9 +5,11 @@
 #include <map>
 
 #include "joule/cli/commands.h"
+#include "joule/cli/util.h"
 #include "joule/core/error.h"
 
 int main(int argc, char** argv) {
+  joule::cli::set_command_line(argc, argv);
   CLI::App app{"joule " JOULE_VERSION " - measure, analyze and optimize neural networks (ONNX)"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("joule ") + JOULE_VERSION);
@@ -42,6 +44,10 @@ int main(int argc, char** argv) {
   add("predict", "Predict a model's latency and energy from the operator database (exact rows, regressor, roofline); "
                  "--validate against measured",
       joule::cli::add_predict);
+  add("experiment", "Experiments: models x parameter grids x steps, each point kept in a results store; resumable",
+      joule::cli::add_experiment);
+  add("report", "One self-contained HTML report (tables, SVG plots) of an experiment or of runs in a results store",
+      joule::cli::add_report);
   add("data", "Dataset tools: convert a JPEG class folder to LMDB", joule::cli::add_data);
   add("graph", "Draw the model graph (.svg/.png/.pdf through Graphviz dot, .dot text, .txt listing)", joule::cli::add_graph);
   try {

@@ -24,6 +24,7 @@ void add_quant_flags(CLI::App& app, QuantFlags& f, bool with_config) {
   add_threads_option(app, o.threads);
   app.add_option("--format", f.format, "table or json")->check(CLI::IsMember({"table", "json"}));
   app.add_flag("--quiet", f.quiet, "no progress on stderr");
+  add_store_option(app, f.store);
   add_int8_option(app, o.int8);
   add_data_options(app, o.preprocess);
 }

@@ -10,7 +10,7 @@
 namespace joule::cli {
 
 struct QuantFlags {
-  std::string model, calib, eval, out, format = "table";
+  std::string model, calib, eval, out, format = "table", store;
   bool quiet = false;
   ShapeFlags shapes;
   api::QuantOptions opt;
@@ -19,7 +19,7 @@ struct QuantFlags {
 };
 
 // model, --calib, --calib-samples, --calib-cache, --eval, --eval-samples, --input-shape,
-// --threads, --int8, --format, --quiet and the data flags. `with_config`: --config (required).
+// --threads, --int8, --format, --quiet, --store and the data flags. `with_config`: --config (required).
 void add_quant_flags(CLI::App& app, QuantFlags& f, bool with_config = true);
 
 }  // namespace joule::cli

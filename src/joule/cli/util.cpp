@@ -1,4 +1,5 @@
 #include "joule/cli/util.h"
+#include "joule/experiment/runner.h"
 
 #include <fmt/core.h>
 #include <unistd.h>
@@ -126,6 +127,29 @@ api::Hooks terminal_hooks(bool quiet) {
 
 void end_status(bool quiet) {
   if (!quiet && isatty(2)) fmt::print(stderr, "\r{:<70}\r", "");
+}
+
+namespace {
+std::vector<std::string>& command_line() {
+  static std::vector<std::string> args;
+  return args;
+}
+}  // namespace
+
+void set_command_line(int argc, char** argv) { command_line().assign(argv, argv + argc); }
+
+void add_store_option(CLI::App& app, std::string& url) {
+  app.add_option("--store", url, "record this run in a results store (an SQLite file; see joule report)");
+}
+
+void record_run(const std::string& url, const std::string& command, const std::string& model,
+                const nlohmann::json& result) {
+  if (url.empty()) return;
+  std::string line;
+  for (const std::string& a : command_line())
+    line += (line.empty() ? "" : " ") + (a.find_first_of(" \t'\"") == std::string::npos ? a : "'" + a + "'");
+  const experiment::RunRow r = experiment::record_command(url, command, model, {{"command_line", line}}, result);
+  fmt::print(stderr, "recorded as run {} in {}\n", r.id, url);
 }
 
 }  // namespace joule::cli

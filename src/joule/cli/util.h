@@ -5,6 +5,7 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "joule/api/data.h"
 #include "joule/api/hooks.h"
@@ -36,6 +37,15 @@ struct ShapeFlags {
   std::map<std::string, Shape> parse() const;
 };
 void add_input_shape_option(CLI::App& app, ShapeFlags& f);
+
+// --store URL: record the command's result in a results store (experiment/store.h).
+void add_store_option(CLI::App& app, std::string& url);
+// When `url` is set, records `result` (the command's JSON) as a run of `command` on `model`, with
+// the command line as its parameters.
+void record_run(const std::string& url, const std::string& command, const std::string& model,
+                const nlohmann::json& result);
+// The process's command line (set by main) for records.
+void set_command_line(int argc, char** argv);
 
 // Hooks for a command: a one-line status on stderr (only on a terminal and unless `quiet`),
 // and cancellation when the user presses Ctrl-C (a second Ctrl-C ends the process at once).

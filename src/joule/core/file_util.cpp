@@ -1,5 +1,6 @@
 #include "joule/core/file_util.h"
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -52,6 +53,25 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
     fs::remove(tmp);
     fail(path + ": cannot write: " + ec.message());
   }
+}
+
+uint64_t fnv1a64(const void* data, size_t n, uint64_t h) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+std::string file_checksum(const std::string& path) {
+  std::ifstream f = open_file(path);
+  std::string block(1 << 20, '\0');
+  uint64_t h = 1469598103934665603ull;
+  while (f) {
+    f.read(block.data(), static_cast<std::streamsize>(block.size()));
+    h = fnv1a64(block.data(), static_cast<size_t>(f.gcount()), h);
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return std::string("fnv1a64:") + hex;
 }
 
 }  // namespace joule

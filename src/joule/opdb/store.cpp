@@ -1,7 +1,5 @@
 #include "joule/opdb/store.h"
 
-#include <sqlite3.h>
-
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
@@ -10,6 +8,7 @@
 
 #include "joule/core/cpu_features.h"
 #include "joule/core/error.h"
+#include "joule/core/sqlite.h"
 
 namespace joule::opdb {
 
@@ -31,56 +30,9 @@ CREATE TABLE origins(
   origin TEXT NOT NULL, PRIMARY KEY(measurement_id, origin));
 )sql";
 
-// A prepared statement, finalized on scope exit.
-class Stmt {
- public:
-  Stmt(sqlite3* db, const std::string& sql, const std::string& path) : db_(db), path_(path) {
-    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s_, nullptr) != SQLITE_OK) error("prepare");
-  }
-  ~Stmt() { sqlite3_finalize(s_); }
-  Stmt& text(int i, const std::string& v) {
-    sqlite3_bind_text(s_, i, v.c_str(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
-    return *this;
-  }
-  Stmt& num(int i, double v) {
-    sqlite3_bind_double(s_, i, v);
-    return *this;
-  }
-  Stmt& integer(int i, int64_t v) {
-    sqlite3_bind_int64(s_, i, v);
-    return *this;
-  }
-  Stmt& null(int i) {
-    sqlite3_bind_null(s_, i);
-    return *this;
-  }
-  // True while there is a row.
-  bool step() {
-    const int rc = sqlite3_step(s_);
-    if (rc == SQLITE_ROW) return true;
-    if (rc != SQLITE_DONE) error("step");
-    return false;
-  }
-  std::string col_text(int i) const {
-    const unsigned char* t = sqlite3_column_text(s_, i);
-    return t ? reinterpret_cast<const char*>(t) : "";
-  }
-  double col_num(int i) const { return sqlite3_column_double(s_, i); }
-  int64_t col_int(int i) const { return sqlite3_column_int64(s_, i); }
-  bool col_null(int i) const { return sqlite3_column_type(s_, i) == SQLITE_NULL; }
-
- private:
-  [[noreturn]] void error(const char* what) const {
-    fail(path_ + ": operator database " + what + " failed: " + sqlite3_errmsg(db_));
-  }
-  sqlite3* db_;
-  sqlite3_stmt* s_ = nullptr;
-  std::string path_;
-};
-
 // Binds a row's key (op_key, algorithm, threads, precision, regime, cpu, isa, joule_version) to
 // parameters ?at .. ?at+7, in the order of the UNIQUE constraint.
-Stmt& bind_key(Stmt& s, int at, const OpKey& op, const std::string& algorithm, int threads, const std::string& precision,
+SqliteStmt& bind_key(SqliteStmt& s, int at, const OpKey& op, const std::string& algorithm, int threads, const std::string& precision,
                const std::string& regime, const std::string& cpu, const std::string& isa, const std::string& version) {
   return s.text(at, op.text())
       .text(at + 1, algorithm)
@@ -102,7 +54,7 @@ std::vector<std::string> strings(const std::string& json_text) {
   return v;
 }
 
-Row read_row(const Stmt& s) {
+Row read_row(const SqliteStmt& s) {
   Row r;
   r.op.op_type = s.col_text(1);
   r.op.attrs = nlohmann::json::parse(s.col_text(2));
@@ -142,95 +94,26 @@ std::string OpKey::text() const {
 std::string this_cpu() { return cpu_features().model; }
 std::string this_isa() { return cpu_features().isa; }
 
-std::string now_iso8601() {
-  std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 std::string Store::default_path() {
   if (const char* p = std::getenv("JOULE_OPDB"); p && *p) return p;
   const char* home = std::getenv("HOME");
   return std::string(home && *home ? home : ".") + "/.cache/joule/opdb.sqlite";
 }
 
-Store::Store(const std::string& path) : path_(path) {
-  namespace fs = std::filesystem;
-  const fs::path parent = fs::path(path).parent_path();
-  std::error_code ec;
-  if (!parent.empty()) fs::create_directories(parent, ec);
-  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK) {
-    std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
-    sqlite3_close(db_);
-    db_ = nullptr;
-    fail(path + ": cannot open the operator database: " + msg);
-  }
-  sqlite3_busy_timeout(db_, 10000);  // another process writing: wait for it
-  try {
-    exec("PRAGMA foreign_keys = ON");
-    migrate();
-  } catch (...) {
-    sqlite3_close(db_);
-    db_ = nullptr;
-    throw;
-  }
+Store::Store(const std::string& path) : path_(path), db_(std::make_unique<SqliteDb>(path, "operator database")) {
+  db_->migrate(kSchemaVersion, [&](int v) {
+    if (v == 1) db_->exec(kSchemaV1);
+    // Later versions: `if (v == 2) db_->exec(kMigrateV1toV2);` and so on.
+  });
 }
 
-Store::~Store() {
-  if (db_) sqlite3_close(db_);
-}
+Store::~Store() = default;
 
-void Store::exec(const std::string& sql) const {
-  char* err = nullptr;
-  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
-    std::string msg = err ? err : sqlite3_errmsg(db_);
-    sqlite3_free(err);
-    fail(path_ + ": operator database: " + msg);
-  }
-}
-
-void Store::migrate() {
-  int version = 0;
-  {
-    Stmt s(db_, "PRAGMA user_version", path_);
-    if (s.step()) version = static_cast<int>(s.col_int(0));
-  }
-  if (version > kSchemaVersion)
-    fail(path_ + ": operator database schema " + std::to_string(version) + " is newer than this joule's (" +
-         std::to_string(kSchemaVersion) + "): use a newer joule or another --db");
-  if (version == kSchemaVersion) return;
-  if (version == 0) {
-    // A new file, or some other SQLite database: refuse the latter rather than add tables to it.
-    Stmt s(db_, "SELECT count(*) FROM sqlite_master", path_);
-    if (s.step() && s.col_int(0) != 0)
-      fail(path_ + ": not a joule operator database (an SQLite file with other tables)");
-  }
-  Transaction t(*this);
-  if (version < 1) exec(kSchemaV1);
-  // Later versions: `if (version < 2) exec(kMigrateV1toV2);` and so on.
-  exec("PRAGMA user_version = " + std::to_string(kSchemaVersion));
-  t.commit();
-}
-
-Store::Transaction::Transaction(Store& s) : s_(s) { s_.exec("BEGIN IMMEDIATE"); }
-Store::Transaction::~Transaction() {
-  if (!done_) {
-    try {
-      s_.exec("ROLLBACK");
-    } catch (...) {
-    }
-  }
-}
-void Store::Transaction::commit() {
-  s_.exec("COMMIT");
-  done_ = true;
-}
+Store::Transaction::Transaction(Store& s) : t_(*s.db_) {}
+void Store::Transaction::commit() { t_.commit(); }
 
 void Store::put(const Row& r) {
-  Stmt s(db_,
+  SqliteStmt s(*db_,
          "INSERT INTO measurements(op_key, algorithm, threads, precision, regime, cpu, isa, joule_version, op_type, "
          "attrs, inputs, outputs, median_ms, trimmed_mean_ms, std_ms, cv, runs, noisy, flops, bytes, energy_j, "
          "energy_source, mode, timestamp) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,"
@@ -238,8 +121,7 @@ void Store::put(const Row& r) {
          "UPDATE SET outputs=excluded.outputs, median_ms=excluded.median_ms, trimmed_mean_ms=excluded.trimmed_mean_ms, "
          "std_ms=excluded.std_ms, cv=excluded.cv, runs=excluded.runs, noisy=excluded.noisy, flops=excluded.flops, "
          "bytes=excluded.bytes, energy_j=excluded.energy_j, energy_source=excluded.energy_source, mode=excluded.mode, "
-         "timestamp=excluded.timestamp",
-         path_);
+         "timestamp=excluded.timestamp");
   bind_key(s, 1, r.op, r.algorithm, r.threads, r.precision, r.regime, r.cpu, r.isa, r.joule_version)
       .text(9, r.op.op_type)
       .text(10, r.op.attrs.dump())
@@ -265,17 +147,16 @@ void Store::put(const Row& r) {
 }
 
 void Store::add_origin(const Row& r, const std::string& origin) {
-  Stmt s(db_,
+  SqliteStmt s(*db_,
          "INSERT OR IGNORE INTO origins(measurement_id, origin) SELECT id, ?1 FROM measurements WHERE op_key=?2 AND "
-         "algorithm=?3 AND threads=?4 AND precision=?5 AND regime=?6 AND cpu=?7 AND isa=?8 AND joule_version=?9",
-         path_);
+         "algorithm=?3 AND threads=?4 AND precision=?5 AND regime=?6 AND cpu=?7 AND isa=?8 AND joule_version=?9");
   bind_key(s.text(1, origin), 2, r.op, r.algorithm, r.threads, r.precision, r.regime, r.cpu, r.isa, r.joule_version);
   s.step();
 }
 
 namespace {
-void load_origins(sqlite3* db, const std::string& path, int64_t id, Row& r) {
-  Stmt o(db, "SELECT origin FROM origins WHERE measurement_id=?1 ORDER BY origin", path);
+void load_origins(const SqliteDb& db, int64_t id, Row& r) {
+  SqliteStmt o(db, "SELECT origin FROM origins WHERE measurement_id=?1 ORDER BY origin");
   o.integer(1, id);
   while (o.step()) r.origins.push_back(o.col_text(0));
 }
@@ -284,15 +165,14 @@ void load_origins(sqlite3* db, const std::string& path, int64_t id, Row& r) {
 std::optional<Row> Store::find(const OpKey& op, const std::string& algorithm, int threads, const std::string& precision,
                                const std::string& regime, const std::string& cpu, const std::string& isa,
                                const std::string& joule_version) const {
-  Stmt s(db_,
+  SqliteStmt s(*db_,
          std::string("SELECT ") + kColumns +
              " FROM measurements WHERE op_key=?1 AND algorithm=?2 AND threads=?3 AND precision=?4 AND regime=?5 AND "
-             "cpu=?6 AND isa=?7 AND joule_version=?8",
-         path_);
+             "cpu=?6 AND isa=?7 AND joule_version=?8");
   bind_key(s, 1, op, algorithm, threads, precision, regime, cpu, isa, joule_version);
   if (!s.step()) return std::nullopt;
   Row r = read_row(s);
-  load_origins(db_, path_, s.col_int(0), r);
+  load_origins(*db_, s.col_int(0), r);
   return r;
 }
 
@@ -312,7 +192,7 @@ std::vector<Row> Store::rows(const Filter& f) const {
   cond("precision", f.precision);
   if (f.threads > 0) sql += " AND threads=" + std::to_string(f.threads);
   sql += " ORDER BY id";
-  Stmt s(db_, sql, path_);
+  SqliteStmt s(*db_, sql);
   for (size_t i = 0; i < texts.size(); ++i) s.text(static_cast<int>(i + 1), texts[i]);
   std::vector<Row> out;
   std::vector<int64_t> ids;
@@ -323,7 +203,7 @@ std::vector<Row> Store::rows(const Filter& f) const {
   // Origins in one pass.
   std::map<int64_t, size_t> at;
   for (size_t i = 0; i < ids.size(); ++i) at[ids[i]] = i;
-  Stmt o(db_, "SELECT measurement_id, origin FROM origins ORDER BY origin", path_);
+  SqliteStmt o(*db_, "SELECT measurement_id, origin FROM origins ORDER BY origin");
   while (o.step()) {
     auto it = at.find(o.col_int(0));
     if (it != at.end()) out[it->second].origins.push_back(o.col_text(1));
@@ -340,7 +220,7 @@ std::vector<Row> Store::rows(const Filter& f) const {
 }
 
 size_t Store::count() const {
-  Stmt s(db_, "SELECT count(*) FROM measurements", path_);
+  SqliteStmt s(*db_, "SELECT count(*) FROM measurements");
   return s.step() ? static_cast<size_t>(s.col_int(0)) : 0;
 }
 

@@ -17,7 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
-struct sqlite3;
+#include "joule/core/sqlite.h"
 
 namespace joule::opdb {
 
@@ -84,26 +84,21 @@ class Store {
   // BEGIN ... COMMIT around many puts (faster; a kill loses only the open batch).
   class Transaction {
    public:
-    explicit Transaction(Store& s);
-    ~Transaction();  // rolls back unless committed
+    explicit Transaction(Store& s);  // rolls back unless committed
     void commit();
 
    private:
-    Store& s_;
-    bool done_ = false;
+    SqliteDb::Transaction t_;
   };
 
  private:
-  void exec(const std::string& sql) const;
-  void migrate();
-
   std::string path_;
-  sqlite3* db_ = nullptr;
+  std::unique_ptr<SqliteDb> db_;
 };
 
 // The CPU identity rows are keyed by: cpu_features().model and .isa.
 std::string this_cpu();
 std::string this_isa();
-std::string now_iso8601();
+using joule::now_iso8601;
 
 }  // namespace joule::opdb

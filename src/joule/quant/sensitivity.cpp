@@ -7,6 +7,7 @@
 
 #include "joule/core/error.h"
 #include "joule/data/evaluate.h"
+#include "joule/report/plot.h"
 
 namespace joule::quant {
 
@@ -224,18 +225,6 @@ nlohmann::json SensitivityReport::to_json() const {
 }
 
 namespace {
-std::string xml(const std::string& s) {
-  std::string r;
-  for (char c : s) {
-    if (c == '<') r += "&lt;";
-    else if (c == '>') r += "&gt;";
-    else if (c == '&') r += "&amp;";
-    else if (c == '"') r += "&quot;";
-    else r += c;
-  }
-  return r;
-}
-
 double sqnr_of(const LayerSensitivity& L, const std::string& v) {
   auto it = L.metrics.find(v);
   return it == L.metrics.end() ? std::numeric_limits<double>::quiet_NaN() : it->second.sqnr_db;
@@ -295,49 +284,37 @@ std::string SensitivityReport::csv() const {
   return s;
 }
 
-std::string SensitivityReport::svg(const std::string& title) const {
-  const double bar = 10, gap = 8, left = 60, top = 40, height = 260;
-  const size_t nv = std::max<size_t>(1, variants.size());
-  const double group = bar * static_cast<double>(nv) + gap;
-  const double width = left + group * static_cast<double>(layers.size()) + 40;
+plot::BarChart sensitivity_chart(const nlohmann::json& r, const std::string& title) {
+  plot::BarChart c;
+  c.title = fmt::format("{} (SQNR dB per layer, graph order; {} samples)", title, r.value("samples", 0));
+  c.value_label = "SQNR dB (higher: less damage)";
+  auto sqnr = [](const nlohmann::json& l, const std::string& v) {
+    if (!l.contains("metrics") || !l["metrics"].contains(v)) return plot::kMissing;
+    const nlohmann::json& x = l["metrics"][v]["sqnr_db"];
+    if (x.is_number()) return x.get<double>();
+    if (x.is_string()) return x.get<std::string>() == "inf" ? HUGE_VAL : -HUGE_VAL;
+    return plot::kMissing;
+  };
+  const nlohmann::json layers = r.value("layers", nlohmann::json::array());
+  const std::vector<std::string> variants = r.value("variants", std::vector<std::string>{});
   double hi = 10;
-  for (auto& L : layers)
-    for (auto& [v, m] : L.metrics)
-      if (std::isfinite(m.sqnr_db)) hi = std::max(hi, m.sqnr_db);
-  hi = std::ceil(hi / 10) * 10;
-  const char* colors[] = {"#3b6ea8", "#e08a2c", "#4b9b5a"};
-  std::string s = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" height=\"{:.0f}\" font-family=\"sans-serif\" "
-      "font-size=\"10\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      "<text x=\"{}\" y=\"18\" font-size=\"13\">{} (SQNR dB per layer, graph order; {} samples)</text>\n",
-      width, top + height + 170, left, xml(title), samples);
-  for (double t = 0; t <= hi; t += hi / 5) {
-    const double y = top + height - height * t / hi;
-    s += fmt::format("<line x1=\"{}\" x2=\"{:.0f}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>"
-                     "<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{:.0f}</text>\n",
-                     left, width - 20, y, y, left - 4, y + 3, t);
-  }
-  for (size_t i = 0; i < layers.size(); ++i) {
-    const double x0 = left + group * static_cast<double>(i) + gap / 2;
-    for (size_t k = 0; k < variants.size(); ++k) {
-      const double v = sqnr_of(layers[i], variants[k]);
-      if (std::isnan(v)) continue;
-      const double hv = std::isinf(v) ? hi : std::clamp(v, 0.0, hi);
-      s += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{}\" height=\"{:.1f}\" fill=\"{}\"><title>{} {}: {} dB"
-                       "</title></rect>\n",
-                       x0 + bar * static_cast<double>(k), top + height - height * hv / hi, bar, height * hv / hi,
-                       colors[k % 3], xml(layers[i].node), variants[k], fmt_db(v));
+  for (const auto& l : layers)
+    for (const std::string& v : variants)
+      if (std::isfinite(sqnr(l, v))) hi = std::max(hi, sqnr(l, v));
+  c.value_max = std::ceil(hi / 10) * 10;
+  for (const auto& l : layers) c.categories.push_back(l.value("node", ""));
+  for (const std::string& v : variants) {
+    plot::Series s{v, {}, {}, {}};
+    for (const auto& l : layers) {
+      const double x = sqnr(l, v);
+      s.y.push_back(std::isinf(x) ? (x > 0 ? c.value_max : 0.0) : std::isnan(x) ? plot::kMissing : std::max(0.0, x));
+      s.tips.push_back(std::isnan(x) ? "" : fmt_db(x) + " dB");
     }
-    const double xl = x0 + bar * static_cast<double>(nv) / 2;
-    s += fmt::format("<text transform=\"translate({:.1f},{:.0f}) rotate(60)\">{}</text>\n", xl, top + height + 6,
-                     xml(layers[i].node.size() > 28 ? layers[i].node.substr(layers[i].node.size() - 28) : layers[i].node));
+    c.series.push_back(std::move(s));
   }
-  for (size_t k = 0; k < variants.size(); ++k)
-    s += fmt::format("<rect x=\"{:.0f}\" y=\"26\" width=\"10\" height=\"8\" fill=\"{}\"/><text x=\"{:.0f}\" y=\"34\">{}"
-                     "</text>\n",
-                     width - 240 + 80 * static_cast<double>(k), colors[k % 3], width - 226 + 80 * static_cast<double>(k),
-                     variants[k]);
-  return s + "</svg>\n";
+  return c;
 }
+
+std::string SensitivityReport::svg(const std::string& title) const { return plot::bars(sensitivity_chart(to_json(), title)); }
 
 }  // namespace joule::quant

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "joule/quant/qdq.h"
+#include "joule/report/plot.h"
 
 namespace joule::quant {
 
@@ -73,6 +74,10 @@ struct SensitivityReport {
   std::string csv() const;
   std::string svg(const std::string& title) const;  // bar chart of per-layer SQNR in graph order
 };
+
+// The per-layer SQNR bar chart of a report's JSON (SensitivityReport::to_json): what svg() draws
+// and what `joule report` shows for a sensitivity step.
+plot::BarChart sensitivity_chart(const nlohmann::json& report, const std::string& title);
 
 // `g` is the prepared FP32 graph the plan was made on; `samples` the inputs compared over;
 // `labels` (empty, or one per sample) for accuracy.
