@@ -6,10 +6,10 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libonnx-dev libprotobuf-dev protobuf-compiler
   libdnnl-dev libopenblas-dev libfftw3-dev
-  libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev libxgboost-dev
+  libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev libxgboost-dev libcpp-httplib-dev sqlite3
   liblmdb-dev libturbojpeg0-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  graphviz nodejs
+  graphviz nodejs chromium
   python3 python3-dev python3-numpy python3-torch python3-torchvision python3-onnx
   pybind11-dev python3-pytest python3-pandas
   libopenmpi-dev openmpi-bin
@@ -39,7 +39,7 @@ if ! command -v npm >/dev/null; then
   $SUDO apt-get install -y -qq --no-install-recommends npm >/dev/null
 fi
 peers="$(cd "$(dirname "$0")/../tools/peers" && pwd)"
-if [ ! -f "$peers/node_modules/onnxruntime-node/package.json" ]; then
-  echo "setup: installing onnxruntime-node (npm) in tools/peers" >&2
+if [ ! -f "$peers/node_modules/onnxruntime-node/package.json" ] || [ ! -f "$peers/node_modules/playwright-core/package.json" ]; then
+  echo "setup: installing onnxruntime-node and playwright-core (npm) in tools/peers" >&2
   (cd "$peers" && npm ci --ignore-scripts --no-audit --no-fund --silent >/dev/null)
 fi

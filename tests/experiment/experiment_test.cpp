@@ -1,16 +1,20 @@
 // Experiments in this process: the experiment file, the results store, points run and resumed,
 // the SVG plots and the HTML report.
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <sqlite3.h>
 
+#include <atomic>
 #include <filesystem>
 #include <regex>
+#include <thread>
 
 #include "cli/cli_util.h"
 #include "experiment/fixtures.h"
 #include "joule/core/error.h"
 #include "joule/core/file_util.h"
 #include "joule/experiment/runner.h"
+#include "joule/experiment/serve.h"
 #include "joule/report/plot.h"
 #include "joule/report/report.h"
 
@@ -283,4 +287,59 @@ steps:
   EXPECT_NE(report::report_html(rd).find("the 15 slowest layers"), std::string::npos);
   ro.experiment = "nope";
   EXPECT_NE(error_of([&] { report::report_html(ro); }).find("no runs of experiment 'nope'"), std::string::npos);
+}
+
+TEST(Dashboard, ServesThePageAndTheJsonApiUntilCancelled) {
+  write_models();
+  const std::string f = write("dash.yaml", "name: dash\nmodels: [{name: a, path: a.onnx}]\ngrid: {threads: [1, 2]}\n"
+                                           "steps: [{bench: {threads: \"${threads}\", runs: 2, warmup: 0}}]\n");
+  ExperimentOptions o;
+  o.dir = (dir() / "runs_dash").string();
+  ASSERT_EQ(run_experiment(read_experiment(f), o).done, 2u);
+  const std::string db = store_url(read_experiment(f), o);
+
+  std::atomic<bool> stop{false};
+  std::atomic<int> port{0};
+  api::Hooks hooks;
+  hooks.cancelled = [&] { return stop.load(); };
+  std::thread t([&] {
+    ServeOptions so;
+    so.store = db;
+    so.port = 0;
+    try {
+      serve(so, hooks, [&](int p) { port = p; });
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), Error::Kind::Cancelled);
+    }
+  });
+  for (int i = 0; i < 100 && port == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_GT(port.load(), 0);
+  httplib::Client c("127.0.0.1", port);
+  auto page = c.Get("/");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_NE(page->body.find("<title>joule dashboard</title>"), std::string::npos);
+  auto runs = c.Get("/api/runs?experiment=dash");
+  ASSERT_TRUE(runs);
+  const auto rj = nlohmann::json::parse(runs->body);
+  ASSERT_EQ(rj.size(), 2u);
+  EXPECT_FALSE(rj[0].contains("result"));  // the list is light; /api/runs/ID has it all
+  auto one = c.Get("/api/runs/" + std::to_string(rj[0]["id"].get<int64_t>()));
+  ASSERT_TRUE(one);
+  EXPECT_TRUE(nlohmann::json::parse(one->body)["result"].contains("bench"));
+  auto missing = c.Get("/api/runs/99999");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404);
+  auto exps = c.Get("/api/experiments");
+  ASSERT_TRUE(exps);
+  EXPECT_EQ(nlohmann::json::parse(exps->body)["experiments"][0]["done"].get<int>(), 2);
+  auto rep = c.Get("/report?experiment=dash");
+  ASSERT_TRUE(rep);
+  EXPECT_NE(rep->body.find("joule experiment dash"), std::string::npos);
+  stop = true;
+  t.join();
+  // A store that cannot be opened is refused before listening.
+  ServeOptions bad;
+  bad.store = "postgresql://x/y";
+  EXPECT_NE(error_of([&] { serve(bad, hooks); }).find("not built yet"), std::string::npos);
 }

@@ -26,5 +26,6 @@ Action add_opdb(CLI::App& app);
 Action add_predict(CLI::App& app);
 Action add_experiment(CLI::App& app);
 Action add_report(CLI::App& app);
+Action add_serve(CLI::App& app);
 
 }  // namespace joule::cli

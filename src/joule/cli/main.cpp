@@ -48,6 +48,8 @@ int main(int argc, char** argv) {
       joule::cli::add_experiment);
   add("report", "One self-contained HTML report (tables, SVG plots) of an experiment or of runs in a results store",
       joule::cli::add_report);
+  add("serve", "Dashboard over a results store: runs, filters, one run's details, two runs side by side, live progress",
+      joule::cli::add_serve);
   add("data", "Dataset tools: convert a JPEG class folder to LMDB", joule::cli::add_data);
   add("graph", "Draw the model graph (.svg/.png/.pdf through Graphviz dot, .dot text, .txt listing)", joule::cli::add_graph);
   try {

@@ -230,6 +230,11 @@ std::vector<size_t> pareto_front(const std::vector<double>& x, const std::vector
 
 std::string xy(const XYChart& c) {
   Range rx = data_range(c.series, true, false), ry = data_range(c.series, false, false);
+  for (Range* r : {&rx, &ry}) {  // a margin, so no point sits on the frame
+    const double pad = 0.05 * (r->hi - r->lo);
+    r->lo -= pad;
+    r->hi += pad;
+  }
   const std::vector<double> tx = ticks(rx), ty = ticks(ry);
   double tick_w = 0;
   for (double v : ty) tick_w = std::max(tick_w, text_width(num(v), kFont));

@@ -189,7 +189,7 @@ std::string report_html(const ReportOptions& o) {
   const std::string acc = pick(names, {"eval.top1"}, ".top1");
   const std::string energy = pick(names, {"profile.energy_mj"}, ".energy_mj");
 
-  std::string h = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + xml_escape(title) +
+  std::string h = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><link rel=\"icon\" href=\"data:,\"><title>" + xml_escape(title) +
                   "</title>\n<style>" + kStyle + "</style></head><body>\n";
   h += "<h1>" + xml_escape(title) + "</h1>\n<p class=\"note\">";
   h += fmt::format("{} runs:", runs.size());
@@ -348,6 +348,7 @@ std::string report_html(const ReportOptions& o) {
     if (top.size() > 15) top.resize(15);
     plot::BarChart c;
     c.horizontal = true;
+    c.max_label = 72;
     c.title = label_of(r, axes) + ": the 15 slowest layers";
     c.value_label = "ms per call (median)";
     plot::Series s{"", {}, {}, {}};
