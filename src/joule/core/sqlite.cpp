@@ -120,6 +120,7 @@ std::string SqliteStmt::col_text(int i) const {
 double SqliteStmt::col_num(int i) const { return sqlite3_column_double(s_, i); }
 int64_t SqliteStmt::col_int(int i) const { return sqlite3_column_int64(s_, i); }
 bool SqliteStmt::col_null(int i) const { return sqlite3_column_type(s_, i) == SQLITE_NULL; }
+int SqliteStmt::columns() const { return sqlite3_column_count(s_); }
 
 std::string now_iso8601() {
   std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());

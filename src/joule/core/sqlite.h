@@ -65,6 +65,7 @@ class SqliteStmt {
   double col_num(int i) const;
   int64_t col_int(int i) const;
   bool col_null(int i) const;
+  int columns() const;  // of the result rows
 
  private:
   const SqliteDb& db_;

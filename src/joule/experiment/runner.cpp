@@ -15,6 +15,7 @@
 
 #include "joule/core/error.h"
 #include "joule/core/file_util.h"
+#include "joule/core/sqlite.h"
 #include "joule/core/thread_pool.h"
 #include "joule/experiment/steps.h"
 

@@ -2,9 +2,9 @@
 // The results store: every run joule keeps — each point of an experiment, and any command run
 // with --store — as one row with its parameters, its full result (each step's JSON, as
 // `--format json` prints it), flat metrics for tables and plots, and per-layer times when a step
-// profiled. One SQLite file (schema versioned with PRAGMA user_version and migrated on open);
-// many processes may write to it at once (each write is a transaction; writers wait for each
-// other). A run is keyed by (experiment, point): running a point again updates its row, so no
+// profiled. An SQLite file, or a PostgreSQL database when many machines write to one place; one
+// schema for both, versioned and migrated on open. Many processes may write at once (each write
+// is a transaction). A run is keyed by (experiment, point): running a point again updates its row, so no
 // point is ever stored twice.
 #include <cstdint>
 #include <map>
@@ -15,9 +15,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "joule/core/sqlite.h"
 
 namespace joule::experiment {
+
+class SqlBackend;
 
 struct LayerRow {
   std::string name, op, algorithm;
@@ -63,9 +64,13 @@ struct RunFilter {
 class ResultsStore {
  public:
   static constexpr int kSchemaVersion = 1;
-  // URL: a file path, or sqlite:PATH / sqlite://PATH. postgresql:// is refused (not built yet).
+  // URL: a file path (or sqlite:PATH, sqlite://PATH), or postgresql://[user[:password]@]host[:port]/db
+  // (libpq's URI: ?host=/socket/dir and the like work too).
   explicit ResultsStore(const std::string& url);
-  const std::string& path() const { return db_.path(); }
+  ~ResultsStore();
+  ResultsStore(ResultsStore&&) noexcept;
+  const std::string& path() const;  // the file, or the URL without its password
+  bool postgres() const;
 
   void put_experiment(const std::string& name, const std::string& dir, const std::string& spec, size_t points);
   std::vector<ExperimentRow> experiments() const;
@@ -82,7 +87,7 @@ class ResultsStore {
   std::map<std::string, std::pair<std::string, std::string>> statuses(const std::string& experiment) const;
 
  private:
-  SqliteDb db_;
+  std::unique_ptr<SqlBackend> db_;
 };
 
 // The machine and build a run is recorded with: joule version, CPU model, ISA, host name.

@@ -9,6 +9,7 @@
 
 #include "joule/core/error.h"
 #include "joule/core/file_util.h"
+#include "joule/core/sqlite.h"
 #include "joule/quant/sensitivity.h"
 #include "joule/report/plot.h"
 
