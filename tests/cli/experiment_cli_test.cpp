@@ -172,3 +172,39 @@ TEST(ExperimentCli, StoreRecordsCommandsAndErrorsAreOneLine) {
   EXPECT_EQ(none.code, 2);
   EXPECT_FALSE(fs::exists(dir() / "x.html"));
 }
+
+// With a single-node SLURM cluster and a PostgreSQL server (ctest starts both:
+// scripts/slurm_test_cluster.sh, scripts/pg_test_server.sh).
+TEST(SlurmCli, TheSameExperimentThroughSlurmIntoPostgresGivesTheSameRows) {
+  const char* pg = std::getenv("JOULE_TEST_PG_URL");
+  if (!pg || !std::getenv("SLURM_CONF")) GTEST_SKIP() << "JOULE_TEST_PG_URL / SLURM_CONF not set (ctest -R slurm starts both)";
+  const std::string f = six_by_four_by_two();
+  const std::string local = (dir() / "runs_local").string(), cluster = (dir() / "runs_slurm").string();
+  CliResult l = joule_cmd("experiment run " + f + " --dir " + local + " --jobs 2 --quiet --format json");
+  ASSERT_EQ(l.code, 0) << l.out;
+  CliResult s = joule_cmd("experiment run " + f + " --dir " + cluster + " --executor slurm --store '" + pg +
+                          "' --quiet --format json");
+  ASSERT_EQ(s.code, 0) << s.out;
+  EXPECT_EQ(nlohmann::json::parse(s.out)["done"].get<int>(), 48);
+  // One task per point, each with its SLURM log.
+  size_t logs = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(cluster) / "slurm")) logs += e.path().extension() == ".out";
+  EXPECT_EQ(logs, 48u);
+  // The rows: the same points, statuses, what they ran and metrics, in both stores.
+  auto rows = [&](const std::string& store) {
+    CliResult st = joule_cmd("experiment status " + f + " --store '" + store + "' --format json");
+    EXPECT_EQ(st.code, 0) << st.out;
+    std::map<std::string, std::string> out;
+    const nlohmann::json j = nlohmann::json::parse(st.out);  // alive through the loop
+    for (const auto& r : j["rows"]) out[r["point"]] = r["status"];
+    return out;
+  };
+  const auto a = rows(local + "/results.sqlite"), b = rows(pg);
+  EXPECT_EQ(a.size(), 48u);
+  EXPECT_EQ(a, b);
+  // Again: nothing left to run there.
+  CliResult again = joule_cmd("experiment run " + f + " --dir " + cluster + " --executor slurm --store '" + pg +
+                              "' --quiet --format json");
+  ASSERT_EQ(again.code, 0) << again.out;
+  EXPECT_EQ(nlohmann::json::parse(again.out)["skipped"].get<int>(), 48);
+}

@@ -390,3 +390,22 @@ TEST(Postgres, TheSameExperimentGivesTheSameRowsAsSqlite) {
   EXPECT_NE(report::report_html(ro).find("joule experiment pgexp"), std::string::npos);
   EXPECT_EQ(api_runs(pg_url(), "pgexp", "done", "").size(), 8u);
 }
+
+TEST(Slurm, TasksThatRecordNothingAreRetriedThenReportedNeverLost) {
+  if (!std::getenv("SLURM_CONF")) GTEST_SKIP() << "SLURM_CONF not set (ctest -R slurm starts a cluster)";
+  write_models();
+  const ExperimentSpec spec = read_experiment(write("lost.yaml", "name: lost\nmodels: [{name: a, path: a.onnx}]\n"
+                                                               "grid: {threads: [1, 2]}\nslurm: {retries: 1}\n"
+                                                               "steps: [{bench: {threads: \"${threads}\", runs: 2}}]\n"));
+  ExperimentOptions o;
+  o.dir = (dir() / "runs_lost").string();
+  o.executor = "slurm";
+  o.worker = "/bin/false";  // every task exits without recording its point
+  const ExperimentReport r = run_experiment(spec, o);
+  EXPECT_EQ(r.done, 0u);
+  ASSERT_EQ(r.failed, 2u);
+  EXPECT_NE(r.failures[0].find("ended without recording it, 2 time(s)"), std::string::npos) << r.failures[0];
+  EXPECT_TRUE(fs::exists(fs::path(o.dir) / "slurm" / "submit_1.sh"));  // the retry
+  ResultsStore st(store_url(spec, o));
+  for (const RunRow& x : st.runs({"lost", "", "", false, false})) EXPECT_EQ(x.status, "failed");
+}

@@ -40,10 +40,11 @@ Action add_experiment(CLI::App& app) {
   app.require_subcommand(1);
   CLI::App* run = app.add_subcommand("run", "Run every point of an experiment not yet done (models x grid x steps)");
   add_store_dir(*run, *a);
-  run->add_option("--executor", a->opt.executor, "local (SLURM: not built yet)")
+  run->add_option("--executor", a->opt.executor, "local (child processes) or slurm (a job array through sbatch)")
       ->check(CLI::IsMember({"local", "slurm"}))
       ->capture_default_str();
-  run->add_option("--jobs", a->opt.jobs, "points at once, each in its own process (timings then share the cores)")
+  run->add_option("--jobs", a->opt.jobs,
+                  "points at once, each in its own process (local: they then share the cores; slurm: above 1, the array's throttle)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   run->add_option("--format", a->format, "table or json")->check(CLI::IsMember({"table", "json"}));

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -83,6 +84,121 @@ nlohmann::json input_checksums(const Point& p, const std::string& model_path) {
     for (const char* k : {"calib", "data", "inputs", "config"})
       if (s.params.contains(k) && s.params[k].is_string()) add(s.name + "." + k, s.params[k].get<std::string>());
   return j;
+}
+
+// A point whose process ended without recording its end (crashed, killed, never started):
+// recorded as failed with `why`.
+RunRow record_lost(ResultsStore& store, const ExperimentSpec& spec, const Point& p, const std::string& root,
+                   const std::string& why) {
+  RunRow r;
+  for (RunRow& x : store.runs({spec.name, "", "", false, false}))
+    if (x.point == p.key) r = std::move(x);
+  r.experiment = spec.name;
+  r.point = p.key;
+  r.config_hash = p.config_hash();
+  r.model = p.model.name;
+  r.params = p.params();
+  r.run_dir = (fs::path(root) / p.slug).string();
+  if (r.id == 0) stamp(r);
+  r.status = "failed";
+  r.error = why;
+  store.finish(r);
+  return r;
+}
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// Runs `cmd` through the shell; its stdout and stderr, and the exit status in `rc`.
+std::string capture(const std::string& cmd, int& rc) {
+  FILE* f = popen((cmd + " 2>&1").c_str(), "r");
+  if (!f) fail_internal("popen: " + cmd);
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, f)) out.append(buf, n);
+  const int st = pclose(f);
+  rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return out;
+}
+
+// The SLURM executor: the points as one job array (`sbatch`, a task per point running
+// `joule experiment point`), watched until it leaves the queue; tasks that ended without
+// recording their point are submitted again (slurm.retries, default 1), then recorded as failed.
+template <class Count, class Progress>
+void run_slurm(const ExperimentSpec& spec, const ExperimentOptions& o, std::vector<const Point*> todo,
+               ExperimentReport& rep, ResultsStore& store, const api::Hooks& hooks, Count&& count, Progress&& progress) {
+  const nlohmann::json& sl = spec.slurm;
+  const int retries = sl.value("retries", 1);
+  const fs::path logs = fs::path(rep.dir) / "slurm";
+  fs::create_directories(logs);
+  const std::string url = store.postgres() || fs::path(rep.store).is_absolute() ? rep.store : fs::absolute(rep.store).string();
+  for (int attempt = 0; !todo.empty(); ++attempt) {
+    std::string indices;
+    for (const Point* p : todo) indices += (indices.empty() ? "" : ",") + std::to_string(p->index);
+    std::string s = "#!/bin/bash\n";
+    s += "#SBATCH --job-name=" + quote("joule-" + spec.name) + "\n";
+    s += "#SBATCH --output=" + quote((logs / "%A_%a.out").string()) + "\n";
+    s += "#SBATCH --array=" + indices + (o.jobs > 1 ? "%" + std::to_string(o.jobs) : "") + "\n";
+    s += "#SBATCH --cpus-per-task=" + std::to_string(sl.value("cpus_per_task", 1)) + "\n";
+    if (sl.contains("partition")) s += "#SBATCH --partition=" + sl["partition"].get<std::string>() + "\n";
+    if (sl.contains("time")) s += "#SBATCH --time=" + sl["time"].get<std::string>() + "\n";
+    if (sl.contains("mem")) s += "#SBATCH --mem=" + sl["mem"].get<std::string>() + "\n";
+    for (const auto& opt : sl.value("options", nlohmann::json::array())) s += "#SBATCH " + opt.get<std::string>() + "\n";
+    s += "exec " + quote(o.worker) + " experiment point " + quote(spec.file) + " --index \"$SLURM_ARRAY_TASK_ID\" --store " +
+         quote(url) + " --dir " + quote(rep.dir) + " --quiet\n";
+    const std::string script = (logs / ("submit_" + std::to_string(attempt) + ".sh")).string();
+    write_file_atomic(script, s);
+    int rc = 0;
+    std::string job = capture("sbatch --parsable " + quote(script), rc);
+    if (rc != 0) fail("sbatch refused the job array (" + script + "): " + job);
+    job = job.substr(0, job.find(';'));
+    job = job.substr(job.rfind('\n') == std::string::npos ? 0 : job.rfind('\n') + 1);
+    hooks.report("slurm", 0, todo.size(), fmt::format("{}: SLURM job array {} ({} tasks)", spec.name, job, todo.size()));
+    try {
+      while (true) {
+        hooks.check();
+        const std::string q = capture("squeue -h -j " + job + " -o %i", rc);
+        if (rc != 0 || q.empty()) break;  // left the queue (or already purged from it)
+        size_t done = 0;
+        const auto st = store.statuses(spec.name);
+        for (const Point* p : todo)
+          if (auto it = st.find(p->key); it != st.end() && it->second.first != "running") ++done;
+        hooks.report("slurm", done, todo.size(),
+                     fmt::format("{}: SLURM job {}: {}/{} points ended", spec.name, job, done, todo.size()));
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      }
+    } catch (...) {
+      int ignored = 0;
+      capture("scancel " + job, ignored);
+      throw;
+    }
+    std::map<std::string, RunRow> rows;
+    for (RunRow& r : store.runs({spec.name, "", "", false, false})) rows[r.point] = std::move(r);
+    std::vector<const Point*> lost;
+    for (const Point* p : todo) {
+      auto it = rows.find(p->key);
+      if (it != rows.end() && (it->second.status == "done" || it->second.status == "failed") &&
+          it->second.config_hash == p->config_hash() && it->second.attempts > 0 && !it->second.finished.empty())
+        count(it->second);
+      else
+        lost.push_back(p);
+    }
+    if (lost.empty()) break;
+    if (attempt >= retries) {
+      for (const Point* p : lost)
+        count(record_lost(store, spec, *p, rep.dir,
+                          fmt::format("its SLURM task (job {}, task {}) ended without recording it, {} time(s); see {}",
+                                      job, p->index, attempt + 1, (logs / (job + "_" + std::to_string(p->index) + ".out")).string())));
+      break;
+    }
+    todo = lost;
+    progress();
+  }
+  progress();
 }
 
 bool alive(const RunRow& r) {
@@ -166,8 +282,9 @@ RunRow run_point(const ExperimentSpec& spec, const Point& p, const std::string& 
 }
 
 ExperimentReport run_experiment(const ExperimentSpec& spec, const ExperimentOptions& o, const api::Hooks& hooks) {
-  if (o.executor == "slurm") fail_unsupported("--executor slurm is not built yet; use local");
-  if (o.executor != "local") fail("--executor '" + o.executor + "': expected local");
+  if (o.executor != "local" && o.executor != "slurm") fail("--executor '" + o.executor + "': expected local or slurm");
+  if (o.executor == "slurm" && o.worker.empty())
+    fail("--executor slurm submits `joule experiment point` tasks and needs the joule binary (worker)");
   if (o.jobs < 1) fail("--jobs must be at least 1");
   if (o.jobs > 1 && o.worker.empty())
     fail("--jobs > 1 runs points in child processes and needs the joule binary (worker)");
@@ -208,6 +325,10 @@ ExperimentReport run_experiment(const ExperimentSpec& spec, const ExperimentOpti
   };
   progress();
 
+  if (o.executor == "slurm") {
+    run_slurm(spec, o, todo, rep, store, hooks, count, progress);
+    return rep;
+  }
   if (o.worker.empty()) {
     for (const Point* p : todo) {
       count(run_point(spec, *p, rep.dir, store, hooks));
@@ -235,20 +356,12 @@ ExperimentReport run_experiment(const ExperimentSpec& spec, const ExperimentOpti
       count(*row);
     } else {
       // The child ended without recording an end: crashed, killed, or refused before its point.
-      RunRow r = row ? *row : RunRow{};
-      r.experiment = spec.name;
-      r.point = p->key;
-      r.model = p->model.name;
-      r.params = p->params();
-      r.run_dir = (fs::path(rep.dir) / p->slug).string();
-      if (r.id == 0) stamp(r);
-      r.status = "failed";
-      r.error = WIFSIGNALED(st) ? fmt::format("the point's process was killed by signal {} ({}); see {}/log.txt",
-                                              WTERMSIG(st), strsignal(WTERMSIG(st)), r.run_dir)
-                                : fmt::format("the point's process exited with status {}; see {}/log.txt",
-                                              WEXITSTATUS(st), r.run_dir);
-      store.finish(r);
-      count(r);
+      const std::string log = (fs::path(rep.dir) / p->slug / "log.txt").string();
+      count(record_lost(store, spec, *p, rep.dir,
+                        WIFSIGNALED(st) ? fmt::format("the point's process was killed by signal {} ({}); see {}",
+                                                      WTERMSIG(st), strsignal(WTERMSIG(st)), log)
+                                        : fmt::format("the point's process exited with status {}; see {}",
+                                                      WEXITSTATUS(st), log)));
     }
     progress();
     return true;

@@ -9,6 +9,10 @@
 // Executors: "local" runs the points on this machine, each in a child process of `worker` (the
 // joule binary: `joule experiment point`), `jobs` at a time; with no worker, one after another
 // in this process. A crashed point is then recorded as failed with the signal that ended it.
+// "slurm" submits the points as one job array (sbatch; resources from the file's `slurm:` map;
+// `jobs` above 1 throttles the array) whose tasks write to the store (PostgreSQL, or an SQLite file on a
+// shared file system), waits for it to leave the queue, submits again the tasks that ended
+// without recording their point (slurm.retries, default 1), and records the rest as failed.
 #include <string>
 #include <vector>
 
@@ -23,7 +27,7 @@ namespace joule::experiment {
 struct ExperimentOptions {
   std::string store;              // results store URL; "" = <dir>/results.sqlite
   std::string dir;                // run folders; "" = the experiment's dir (default runs/NAME)
-  std::string executor = "local"; // local (slurm: not built yet)
+  std::string executor = "local"; // local | slurm
   int jobs = 1;                   // points at once (local, with a worker)
   std::string worker;             // the joule binary for child processes; "" = in this process
   std::vector<std::string> only;  // run only the points whose key contains one of these ("" all)

@@ -183,11 +183,11 @@ ExperimentSpec read_experiment(const std::string& path) {
     fail(path + ": not valid YAML: " + e.what());
   }
   if (!j.is_object()) fail(path + ": an experiment file is a map (name, models, grid, steps)");
-  const std::set<std::string> known = {"name", "dir", "models", "grid", "steps"};
+  const std::set<std::string> known = {"name", "dir", "models", "grid", "steps", "slurm"};
   std::string unknown;
   for (const auto& [k, v] : j.items())
     if (!known.count(k)) unknown += (unknown.empty() ? "" : ", ") + k;
-  if (!unknown.empty()) fail(path + ": unknown key(s) " + unknown + " (known: name, dir, models, grid, steps)");
+  if (!unknown.empty()) fail(path + ": unknown key(s) " + unknown + " (known: name, dir, models, grid, steps, slurm)");
 
   if (!j.contains("name")) fail(path + ": 'name' is required");
   spec.name = text_of(j["name"], path + ": name");
@@ -275,6 +275,13 @@ ExperimentSpec read_experiment(const std::string& path) {
     const int n = ++seen[st.kind];
     st.name = n == 1 ? st.kind : st.kind + "_" + std::to_string(n);
     spec.steps.push_back(std::move(st));
+  }
+  if (j.contains("slurm") && !j["slurm"].is_null()) {
+    if (!j["slurm"].is_object()) fail(path + ": 'slurm' must be a map (partition, time, cpus_per_task, mem, retries, options)");
+    const std::set<std::string> keys = {"partition", "time", "cpus_per_task", "mem", "retries", "options"};
+    for (const auto& [k, v] : j["slurm"].items())
+      if (!keys.count(k)) fail(path + ": slurm: unknown key '" + k + "' (known: partition, time, cpus_per_task, mem, retries, options)");
+    spec.slurm = j["slurm"];
   }
   // Every placeholder must resolve: expand the first point now, so errors come before any run.
   expand(spec);

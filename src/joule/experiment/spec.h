@@ -13,6 +13,7 @@
 //   steps:
 //     - quantize: {config: "${config}", calib_samples: 16}
 //     - bench: {threads: "${threads}", runs: 20}
+//   slurm: {partition: cpu, time: "00:30:00", cpus_per_task: 2, retries: 1}   # --executor slurm
 //
 // "${axis}" in a step's parameters is the point's value on that axis (the whole value when the
 // string is only the placeholder, so numbers stay numbers and maps stay maps); "${model}" is the
@@ -51,6 +52,9 @@ struct ExperimentSpec {
   std::vector<ModelEntry> models;
   std::vector<Axis> grid;
   std::vector<Step> steps;  // with placeholders
+  // The SLURM executor's resources: partition, time, cpus_per_task, mem, retries, options (a list
+  // of further sbatch arguments). Empty: the cluster's defaults, one CPU per task, one retry.
+  nlohmann::json slurm = nlohmann::json::object();
 };
 
 struct Point {
