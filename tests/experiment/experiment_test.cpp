@@ -280,8 +280,11 @@ steps:
   EXPECT_NE(html.find("profile.latency_ms against threads"), std::string::npos);  // the sweep curve
   EXPECT_NE(html.find("the 15 slowest layers"), std::string::npos);               // per-layer bars
   EXPECT_NE(html.find("conv (FusedConv, "), std::string::npos);  // Conv+Relu fused, with its algorithm
-  // Nothing fetched: no URL but the SVG namespace.
-  EXPECT_EQ(std::regex_replace(html, std::regex("http://www.w3.org/2000/svg"), "").find("http"), std::string::npos);
+  // The graph coloured by time: the conv node carries its time.
+  EXPECT_NE(html.find("Graph coloured by per-layer time"), std::string::npos);
+  EXPECT_NE(html.find("conv: FusedConv"), std::string::npos);
+  // Nothing fetched: no URL but XML namespace names.
+  EXPECT_EQ(std::regex_replace(html, std::regex("xmlns(:\\w+)?=\"http[^\"]*\""), "").find("http"), std::string::npos);
   EXPECT_EQ(html.find("<script src"), std::string::npos);
   // From the run folders instead of the store: the same runs.
   report::ReportOptions rd;

@@ -1,5 +1,8 @@
 #include "joule/api/info.h"
 
+#include <fmt/format.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 
@@ -37,6 +40,23 @@ nlohmann::json info(const Model& model, const InfoOptions& o) {
   return j;
 }
 
+std::string render_dot(const std::string& dot, const std::string& format) {
+  namespace fs = std::filesystem;
+  const fs::path tmp = fs::temp_directory_path() / fmt::format("joule_dot_{}_{}", getpid(), std::rand());
+  const std::string in = tmp.string() + ".dot", out = tmp.string() + "." + format;
+  write_file_atomic(in, dot);
+  const std::string cmd = "dot -T" + format + " -o '" + out + "' '" + in + "' 2>/dev/null";
+  const int rc = std::system(cmd.c_str());
+  fs::remove(in);
+  if (rc != 0) {
+    fs::remove(out);
+    fail("Graphviz 'dot' failed to render a graph as " + format + " (is graphviz installed? scripts/setup.sh installs it)");
+  }
+  std::string bytes = read_file(out);
+  fs::remove(out);
+  return bytes;
+}
+
 size_t draw_graph(const Model& m, const std::string& out) {
   std::string ext = std::filesystem::path(out).extension().string();
   if (!ext.empty()) ext = ext.substr(1);
@@ -53,16 +73,7 @@ size_t draw_graph(const Model& m, const std::string& out) {
   } else if (ext == "dot") {
     write_file_atomic(out, ir::to_dot(g));
   } else {
-    const std::string dot_path = out + ".dot.tmp", tmp_out = out + ".tmp";
-    write_file_atomic(dot_path, ir::to_dot(g));
-    const std::string cmd = "dot -T" + ext + " -o '" + tmp_out + "' '" + dot_path + "' 2>&1";
-    const int rc = std::system(cmd.c_str());
-    std::filesystem::remove(dot_path);
-    if (rc != 0) {
-      std::filesystem::remove(tmp_out);
-      fail("Graphviz 'dot' failed to render " + out + " (is graphviz installed? scripts/setup.sh installs it)");
-    }
-    std::filesystem::rename(tmp_out, out);
+    write_file_atomic(out, render_dot(ir::to_dot(g), ext));
   }
   return g.nodes.size();
 }

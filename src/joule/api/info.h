@@ -27,5 +27,7 @@ nlohmann::json info(const Model& m, const InfoOptions& o = {});
 
 // Writes the graph as .svg/.png/.pdf (through Graphviz `dot`), .dot or .txt. Returns the node count.
 size_t draw_graph(const Model& m, const std::string& out);
+// DOT text rendered by Graphviz `dot` as `format` (svg, png, pdf); BadInput when dot fails.
+std::string render_dot(const std::string& dot, const std::string& format);
 
 }  // namespace joule::api

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <thread>
 
@@ -205,7 +206,12 @@ bool alive(const RunRow& r) {
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   if (r.host != host || r.pid <= 0) return r.host != host;  // another machine's: assume running
-  return kill(static_cast<pid_t>(r.pid), 0) == 0 || errno == EPERM;
+  // A zombie (killed, not yet reaped: containers often have no init to reap it) is not running.
+  std::ifstream stat("/proc/" + std::to_string(r.pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  const size_t paren = line.rfind(')');
+  return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] != 'Z' && line[paren + 2] != 'X';
 }
 
 }  // namespace

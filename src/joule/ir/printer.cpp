@@ -9,6 +9,7 @@ std::string type_or_q(const Graph& g, const std::string& v) {
   const TensorType* t = g.type_of(v);
   return t ? t->str() : "?";
 }
+}  // namespace
 
 std::string dot_escape(const std::string& s) {
   std::string r;
@@ -18,7 +19,6 @@ std::string dot_escape(const std::string& s) {
   }
   return r;
 }
-}  // namespace
 
 std::string to_text(const Graph& g) {
   std::ostringstream os;
@@ -53,7 +53,7 @@ std::string to_text(const Graph& g) {
   return os.str();
 }
 
-std::string to_dot(const Graph& g) {
+std::string to_dot(const Graph& g, const std::function<std::string(const Node&)>& node_attrs) {
   std::ostringstream os;
   os << "digraph \"" << dot_escape(g.name.empty() ? "joule" : g.name) << "\" {\n"
      << "  rankdir=TB;\n  node [shape=box, style=\"rounded,filled\", fillcolor=\"#eef3fb\", fontname=\"Helvetica\"];\n"
@@ -64,7 +64,8 @@ std::string to_dot(const Graph& g) {
        << dot_escape(g.inputs[i]) << "\\n" << dot_escape(type_or_q(g, g.inputs[i])) << "\"];\n";
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = *g.nodes[i];
-    os << "  n" << i << " [label=\"" << dot_escape(n.op_type) << "\\n" << dot_escape(n.name) << "\"];\n";
+    os << "  n" << i << " [label=\"" << dot_escape(n.op_type) << "\\n" << dot_escape(n.name) << "\""
+       << (node_attrs ? ", " + node_attrs(n) : "") << "];\n";
   }
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     for (auto& in : g.nodes[i]->inputs) {

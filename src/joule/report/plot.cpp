@@ -230,9 +230,9 @@ std::vector<size_t> pareto_front(const std::vector<double>& x, const std::vector
 
 std::string xy(const XYChart& c) {
   Range rx = data_range(c.series, true, false), ry = data_range(c.series, false, false);
-  for (Range* r : {&rx, &ry}) {  // a margin, so no point sits on the frame
+  for (Range* r : {&rx, &ry}) {  // a margin, so no point sits on the frame (not below 0 for positive data)
     const double pad = 0.05 * (r->hi - r->lo);
-    r->lo -= pad;
+    r->lo = r->lo >= 0 ? std::max(0.0, r->lo - pad) : r->lo - pad;
     r->hi += pad;
   }
   const std::vector<double> tx = ticks(rx), ty = ticks(ry);

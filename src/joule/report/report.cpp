@@ -7,9 +7,13 @@
 #include <map>
 #include <set>
 
+#include "joule/api/info.h"
+#include "joule/api/model.h"
 #include "joule/core/error.h"
 #include "joule/core/file_util.h"
 #include "joule/core/sqlite.h"
+#include "joule/ir/printer.h"
+#include "joule/passes/infer_shapes.h"
 #include "joule/quant/sensitivity.h"
 #include "joule/report/plot.h"
 
@@ -134,6 +138,66 @@ document.querySelectorAll('table.sortable th').forEach(function(th, col) {
   });
 });
 )js";
+
+// The model file a run measured: its experiment point's config.json, else the path a command's
+// result names. "" when neither is there.
+std::string model_file(const RunRow& r) {
+  std::error_code ec;
+  const fs::path cfg = fs::path(r.run_dir) / "config.json";
+  if (!r.run_dir.empty() && fs::is_regular_file(cfg, ec)) {
+    try {
+      return nlohmann::json::parse(read_file(cfg.string()))["model"].value("path", "");
+    } catch (const std::exception&) {
+      return "";
+    }
+  }
+  for (const auto& [step, res] : r.result.items())
+    if (res.is_object() && res.contains("model") && res["model"].is_string() &&
+        fs::is_regular_file(res["model"].get<std::string>(), ec))
+      return res["model"].get<std::string>();
+  return "";
+}
+
+// The graph of a profiled run's model, each node filled by its time (white to orange), as SVG;
+// "" (with a note) when the model or Graphviz is not there or the graph is too large to read.
+std::string cost_graph(const RunRow& r, const std::string& title) {
+  const std::string path = model_file(r);
+  if (path.empty()) return "";
+  try {
+    ir::Graph g = api::Model::load(path).graph();
+    if (g.nodes.size() > 400)
+      return fmt::format("<p class=\"note\">{}: {} nodes, too many to draw legibly</p>\n", xml_escape(title), g.nodes.size());
+    try {
+      passes::infer_shapes(g);
+    } catch (const Error&) {
+    }
+    std::map<std::string, const experiment::LayerRow*> by_name;
+    double hi = 0;
+    for (const auto& l : r.layers) {
+      by_name[l.name] = &l;
+      hi = std::max(hi, l.ms);
+    }
+    const std::string dot = ir::to_dot(g, [&](const ir::Node& n) {
+      auto it = by_name.find(n.name);
+      if (it == by_name.end())
+        return std::string("fillcolor=\"#eeeeee\", tooltip=\"") + ir::dot_escape(n.name) +
+               ": no time of its own (fused into a neighbour, or folded away)\"";
+      const experiment::LayerRow& l = *it->second;
+      const double f = hi > 0 ? std::clamp(l.ms / hi, 0.0, 1.0) : 0;
+      const int rr = static_cast<int>(255 - f * (255 - 217)), gg = static_cast<int>(245 - f * (245 - 72)),
+                bb = static_cast<int>(235 - f * 234);
+      return fmt::format("fillcolor=\"#{:02x}{:02x}{:02x}\", tooltip=\"{}: {}, {}, {:.4g} ms ({:.1f}%)\"", rr, gg, bb,
+                         ir::dot_escape(l.name), ir::dot_escape(l.op), ir::dot_escape(l.algorithm), l.ms, l.pct);
+    });
+    std::string svg = api::render_dot(dot, "svg");
+    const size_t at = svg.find("<svg");
+    if (at == std::string::npos) return "";
+    return "<h3>" + xml_escape(title) + "</h3>\n<div style=\"max-height:900px;overflow:auto;border:1px solid #ddd\">" +
+           svg.substr(at) + "</div>\n";
+  } catch (const Error& e) {
+    return fmt::format("<p class=\"note\">{}: graph not drawn ({})</p>\n", xml_escape(title), xml_escape(e.what()));
+  }
+}
 
 }  // namespace
 
@@ -280,22 +344,31 @@ std::string report_html(const ReportOptions& o) {
       values.insert(v);
     }
     if (!numeric || values.size() < 2) continue;
-    std::map<std::string, plot::Series> lines;
+    // One line per setting of the other axes; one chart per model when that makes too many.
+    std::map<std::string, std::map<std::string, plot::Series>> by_model;
+    size_t total = 0;
     for (const RunRow& r : runs) {
       double x = 0;
       if (!r.params.contains(a) || !is_number(param(r, a), &x)) continue;
       const std::string key = label_of(r, axes, a);
-      plot::Series& s = lines[key];
+      plot::Series& s = by_model[r.model][key];
+      total += s.x.empty();
       s.name = key;
       s.x.push_back(x);
       s.y.push_back(metric(r, lat));
     }
-    plot::XYChart c;
-    c.title = lat + " against " + a;
-    c.x_label = a;
-    c.y_label = lat;
-    for (auto& [k, s] : lines) c.series.push_back(std::move(s));
-    charts += plot::xy(c);
+    const bool split = total > 8 && by_model.size() > 1;
+    std::map<std::string, std::vector<plot::Series>> charts_of;
+    for (auto& [model, lines] : by_model)
+      for (auto& [k, s] : lines) charts_of[split ? model : ""].push_back(std::move(s));
+    for (auto& [model, series] : charts_of) {
+      plot::XYChart c;
+      c.title = lat + " against " + a + (model.empty() ? "" : ": " + model);
+      c.x_label = a;
+      c.y_label = lat;
+      c.series = std::move(series);
+      charts += plot::xy(c);
+    }
   }
   // The latency by model and the first non-numeric axis (the others at their first value).
   for (const std::string& a : axes) {
@@ -383,6 +456,19 @@ std::string report_html(const ReportOptions& o) {
       h += fmt::format("<p class=\"note\">the first {} of {} profiled runs</p>\n", shown, with_layers);
     h += layers;
   }
+
+  // The model's graph coloured by each node's time (the first profiled run of each model).
+  std::string graphs;
+  std::set<std::string> drawn;
+  for (const RunRow& r : runs) {
+    if (r.layers.empty() || drawn.count(r.model) || drawn.size() >= 4) continue;
+    drawn.insert(r.model);
+    graphs += cost_graph(r, label_of(r, axes));
+  }
+  if (!graphs.empty())
+    h += "<h2>Graph coloured by per-layer time</h2>\n<p class=\"note\">each model's graph as loaded; a node's colour is "
+         "its share of the slowest layer's time in the profiled run named (grey: no time of its own, fused into a "
+         "neighbour or folded away); hover for the numbers</p>\n" + graphs;
 
   // Quantization sensitivity per layer.
   std::string sens;
