@@ -30,7 +30,8 @@ __all__ = [
     "AutoMpResult", "BadInput", "BenchResult", "CompareResult", "Error", "EvalResult", "Model", "Progress",
     "ProfileResult", "QuantizeResult", "DerivedModel", "Result", "SensitivityResult", "Session", "TrainResult",
     "Unsupported", "agreement", "automp", "bench", "compare", "draw_graph", "energy_probe", "evaluate", "finetune", "gradients",
-    "info", "load", "OpdbResult", "opdb_add", "opdb_sweep", "predict", "PredictResult", "profile", "qat", "quant_plan", "quantize", "sensitivity", "train", "training_graph",
+    "info", "load", "OpdbResult", "ExperimentResult", "experiment_run", "experiment_status", "runs", "run_record",
+    "report", "opdb_add", "opdb_sweep", "predict", "PredictResult", "profile", "qat", "quant_plan", "quantize", "sensitivity", "train", "training_graph",
     "__version__",
 ]
 
@@ -216,7 +217,7 @@ def _options(**kw: Any) -> dict:
     fn = opts.get("progress")
     if fn is not None:
         opts["progress"] = lambda stage, done, total, message: fn(Progress(stage, done, total, message))
-    for k in ("out_dir", "calib_cache", "algo_file", "tuning_cache", "energy_profile", "db"):
+    for k in ("out_dir", "calib_cache", "algo_file", "tuning_cache", "energy_profile", "db", "store", "dir"):
         if k in opts:
             opts[k] = os.fspath(opts[k])
     return opts
@@ -565,3 +566,46 @@ def _report(self: DerivedModel) -> Result:
 
 DerivedModel.report = property(  # type: ignore[attr-defined]
     _report, doc="How the model was made: the workflow's result (QuantizeResult, TrainResult, ...).")
+
+
+class ExperimentResult(Result):
+    """What experiment_run did: experiment, store, dir, points, skipped (done before), changed
+    (done before but edited since: run again), done and failed now, failures ("point: error")."""
+
+    points: int
+    done: int
+    failed: int
+    failures: list
+
+
+def experiment_run(file: Union[str, "os.PathLike[str]"], *, store: Optional[str] = None, dir: Optional[str] = None,
+                   only: Optional[Sequence[str]] = None, progress: Optional[ProgressFn] = None) -> ExperimentResult:
+    """Runs every point of an experiment file not yet done (docs/experiments.md), one after another in this
+    process, into the results store (default DIR/results.sqlite; postgresql://... too). For points in their own
+    processes, --jobs or SLURM, use `joule experiment run`."""
+    return ExperimentResult(_joule.experiment_run(os.fspath(file), **_options(store=store, dir=dir, only=only,
+                                                                             progress=progress)))
+
+
+def experiment_status(file: Union[str, "os.PathLike[str]"], *, store: Optional[str] = None,
+                      dir: Optional[str] = None) -> Result:
+    """Points by status (done, failed, running, interrupted, changed, pending), as `joule experiment status`."""
+    return Result(_joule.experiment_status(os.fspath(file), store or "", dir or ""))
+
+
+def runs(store: str, *, experiment: Optional[str] = None, status: Optional[str] = None,
+         model: Optional[str] = None) -> list:
+    """The runs in a results store (without their full results: run_record has them), as dicts with
+    point, params, status, metrics ("bench.latency_ms", "eval.top1", ...), wall_s, ..."""
+    return json.loads(_joule.runs(store, experiment or "", status or "", model or ""))
+
+
+def run_record(store: str, id: int) -> Optional[dict]:
+    """One run in full: its result per step, metrics and per-layer times; None when there is none."""
+    return json.loads(_joule.run_record(store, id))
+
+
+def report(out: Union[str, "os.PathLike[str]"], *, store: Optional[str] = None, experiment: Optional[str] = None,
+           run_dirs: Optional[Sequence[str]] = None, title: Optional[str] = None) -> str:
+    """Writes the HTML report (as `joule report`) of a store's runs (or an experiment's) or of run folders."""
+    return _joule.report(os.fspath(out), store or "", experiment or "", list(run_dirs or []), title or "")

@@ -22,7 +22,11 @@
 #include "joule/api/run.h"
 #include "joule/api/train.h"
 #include "joule/core/error.h"
+#include "joule/core/file_util.h"
+#include "joule/experiment/runner.h"
+#include "joule/experiment/serve.h"
 #include "joule/python/convert.h"
+#include "joule/report/report.h"
 
 namespace joule::python {
 
@@ -580,4 +584,40 @@ PYBIND11_MODULE(_joule, m) {
 
   m.def("energy_probe", [](const std::string& powercap_root) { return dump(api::energy_probe(powercap_root).to_json()); },
         py::arg("powercap_root") = "");
+
+  // Experiments (docs/experiments.md): points run one after another in this process.
+  m.def("experiment_run", [](const std::string& file, py::kwargs kw) {
+    Kwargs k("experiment_run", kw);
+    experiment::ExperimentOptions o;
+    k.get("store", o.store);
+    k.get("dir", o.dir);
+    k.strings("only", o.only);
+    py::object progress = k.take("progress");
+    k.finish();
+    const experiment::ExperimentSpec spec = experiment::read_experiment(file);
+    return dump(without_gil(progress, [&](const api::Hooks& h) { return experiment::run_experiment(spec, o, h); }).to_json());
+  }, py::arg("file"));
+  m.def("experiment_status", [](const std::string& file, const std::string& store, const std::string& dir) {
+    experiment::ExperimentOptions o;
+    o.store = store;
+    o.dir = dir;
+    return dump(experiment::experiment_status(experiment::read_experiment(file), o).to_json());
+  }, py::arg("file"), py::arg("store") = "", py::arg("dir") = "");
+  m.def("runs", [](const std::string& store, const std::string& exp, const std::string& status, const std::string& model) {
+    return dump(experiment::api_runs(store, exp, status, model));
+  }, py::arg("store"), py::arg("experiment") = "", py::arg("status") = "", py::arg("model") = "");
+  m.def("run_record", [](const std::string& store, int64_t id) { return dump(experiment::api_run(store, id)); },
+        py::arg("store"), py::arg("id"));
+  m.def("report", [](const std::string& out, const std::string& store, const std::string& exp,
+                     const std::vector<std::string>& run_dirs, const std::string& title) {
+    report::ReportOptions o;
+    o.store = store;
+    o.experiment = exp;
+    o.run_dirs = run_dirs;
+    o.title = title;
+    if (o.store.empty() == o.run_dirs.empty()) throw Error(Error::Kind::BadInput, "report: give store or run_dirs (one of the two)");
+    write_file_atomic(out, report::report_html(o));
+    return out;
+  }, py::arg("out"), py::arg("store") = "", py::arg("experiment") = "", py::arg("run_dirs") = std::vector<std::string>{},
+     py::arg("title") = "");
 }

@@ -1,0 +1,59 @@
+"""Experiments from Python: the same library runner as `joule experiment run`, the store read back,
+the report written."""
+import json
+
+import pytest
+
+import joule
+from conftest import SAMPLES, W8A8, joule_cli
+
+
+def write_experiment(tmp_path):
+    f = tmp_path / "py.yaml"
+    f.write_text(f"""
+name: py
+models:
+  - {{name: fashion_cnn, path: default, calib: {SAMPLES}, data: {SAMPLES}}}
+grid:
+  config: {{fp32: none, w8a8: {W8A8}}}
+steps:
+  - quantize: {{config: "${{config}}", calib_samples: 8}}
+  - bench: {{threads: 1, runs: 3, warmup: 1}}
+  - eval: {{threads: 1}}
+""")
+    return f
+
+
+def test_experiment_run_resume_and_store(tmp_path):
+    f = write_experiment(tmp_path)
+    seen = []
+    r = joule.experiment_run(f, dir=tmp_path / "runs", progress=lambda p: seen.append(p.stage))
+    assert (r.points, r.done, r.failed) == (2, 2, 0)
+    assert "experiment" in seen
+    again = joule.experiment_run(f, dir=tmp_path / "runs")
+    assert (again.skipped, again.done) == (2, 0)
+    store = str(tmp_path / "runs" / "results.sqlite")
+    runs = joule.runs(store, experiment="py")
+    assert sorted(x["params"]["config"] for x in runs) == ["fp32", "w8a8"]
+    for x in runs:
+        assert x["status"] == "done" and x["metrics"]["bench.latency_ms"] > 0 and x["metrics"]["eval.top1"] > 0.9
+    full = joule.run_record(store, runs[1]["id"])
+    assert full["result"]["quantize"]["nodes_quantized"] == 6
+    assert joule.run_record(store, 9999) is None
+    # The CLI sees the same store.
+    _, out, _ = joule_cli("experiment", "status", f, "--dir", tmp_path / "runs", "--format", "json")
+    assert json.loads(out)["counts"]["done"] == 2
+    assert joule.experiment_status(f, dir=str(tmp_path / "runs"))["counts"]["done"] == 2
+    html = joule.report(tmp_path / "r.html", store=store, experiment="py")
+    assert "joule experiment py" in open(html).read()
+
+
+def test_experiment_errors_are_bad_input(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\nmodels: [default]\nsteps: [nope]\n")
+    with pytest.raises(joule.BadInput, match="unknown step 'nope'"):
+        joule.experiment_run(bad)
+    with pytest.raises(joule.BadInput, match="one of the two"):
+        joule.report(tmp_path / "x.html")
+    with pytest.raises(TypeError, match="jobs"):
+        joule.experiment_run(write_experiment(tmp_path), jobs=2)
