@@ -18,7 +18,7 @@ nlohmann::json api_experiments(const std::string& store) {
   // Runs recorded by commands (--store), outside any experiment.
   RunFilter f;
   f.any_experiment = false;
-  const size_t commands = st.runs(f).size();
+  const size_t commands = st.count(f);
   return {{"store", st.path()}, {"experiments", a}, {"command_runs", commands}};
 }
 

@@ -57,42 +57,28 @@ class Params {
     if (v.is_boolean()) return v.get<bool>();
     bad(k, "true or false", v);
   }
-  // A string, or a list of strings.
-  std::vector<std::string> strings(const std::string& k) {
-    std::vector<std::string> out;
+  // One value or a list of them, each passing `is` (a json type test) and read as T.
+  template <class T>
+  std::vector<T> list(const std::string& k, const char* want, bool (nlohmann::json::*is)() const noexcept) {
+    std::vector<T> out;
     if (!has(k)) return out;
     const auto& v = j_[k];
-    if (v.is_string()) return {v.get<std::string>()};
-    if (!v.is_array()) bad(k, "a string or a list of strings", v);
+    if ((v.*is)()) return {v.get<T>()};
+    if (!v.is_array()) bad(k, want, v);
     for (const auto& e : v) {
-      if (!e.is_string()) bad(k, "a string or a list of strings", v);
-      out.push_back(e.get<std::string>());
+      if (!(e.*is)()) bad(k, want, v);
+      out.push_back(e.get<T>());
     }
     return out;
+  }
+  std::vector<std::string> strings(const std::string& k) {
+    return list<std::string>(k, "a string or a list of strings", &nlohmann::json::is_string);
   }
   std::vector<int> ints(const std::string& k) {
-    std::vector<int> out;
-    if (!has(k)) return out;
-    const auto& v = j_[k];
-    if (v.is_number_integer()) return {v.get<int>()};
-    if (!v.is_array()) bad(k, "an integer or a list of integers", v);
-    for (const auto& e : v) {
-      if (!e.is_number_integer()) bad(k, "an integer or a list of integers", v);
-      out.push_back(e.get<int>());
-    }
-    return out;
+    return list<int>(k, "an integer or a list of integers", &nlohmann::json::is_number_integer);
   }
   std::vector<float> floats(const std::string& k) {
-    std::vector<float> out;
-    if (!has(k)) return out;
-    const auto& v = j_[k];
-    if (v.is_number()) return {v.get<float>()};
-    if (!v.is_array()) bad(k, "a number or a list of numbers", v);
-    for (const auto& e : v) {
-      if (!e.is_number()) bad(k, "a number or a list of numbers", v);
-      out.push_back(e.get<float>());
-    }
-    return out;
+    return list<float>(k, "a number or a list of numbers", &nlohmann::json::is_number);
   }
   // A file name or data SPEC ("file:split"), resolved against the experiment file's folder when
   // it is relative and names something there.

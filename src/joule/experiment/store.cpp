@@ -208,36 +208,50 @@ void ResultsStore::finish(RunRow& r) {
   t.commit();
 }
 
-std::vector<RunRow> ResultsStore::runs(const RunFilter& f) const {
-  std::string sql = std::string("SELECT ") + kRunColumns + " FROM runs WHERE 1=1";
-  std::vector<SqlValue> params;
+namespace {
+// The WHERE clause of a filter on `runs` (as table r) and its parameters.
+std::string where_of(const RunFilter& f, std::vector<SqlValue>& params) {
+  std::string w = " WHERE 1=1";
   auto cond = [&](const std::string& col, const std::string& v, bool always) {
     if (v.empty() && !always) return;
     params.emplace_back(v);
-    sql += " AND " + col + "=?" + std::to_string(params.size());
+    w += " AND r." + col + "=?" + std::to_string(params.size());
   };
   cond("experiment", f.experiment, !f.any_experiment);
   cond("status", f.status, false);
   cond("model", f.model, false);
-  sql += " ORDER BY id";
+  return w;
+}
+}  // namespace
+
+std::vector<RunRow> ResultsStore::runs(const RunFilter& f) const {
+  std::vector<SqlValue> params;
+  const std::string where = where_of(f, params);
+  std::string cols = kRunColumns;
+  for (size_t at = 0; (at = cols.find(", ", at)) != std::string::npos; at += 4) cols.replace(at, 2, ", r.");
   std::vector<RunRow> out;
   std::map<int64_t, size_t> at;
-  for (const SqlRow& s : db_->query(sql, params)) {
+  for (const SqlRow& s : db_->query("SELECT r." + cols + " FROM runs r" + where + " ORDER BY r.id", params)) {
     at[s.integer(0)] = out.size();
     out.push_back(read_run(s));
   }
   if (out.empty()) return out;
-  for (const SqlRow& m : db_->query("SELECT run_id, name, value FROM metrics")) {
-    auto it = at.find(m.integer(0));
-    if (it != at.end()) out[it->second].metrics[m.text(1)] = m.num(2);
-  }
+  // Only the selected runs' metrics and layers.
+  for (const SqlRow& m : db_->query("SELECT m.run_id, m.name, m.value FROM metrics m JOIN runs r ON r.id = m.run_id" + where,
+                                    params))
+    out[at.at(m.integer(0))].metrics[m.text(1)] = m.num(2);
   if (f.with_layers)
-    for (const SqlRow& l : db_->query("SELECT run_id, name, op, algorithm, ms, pct FROM layers ORDER BY run_id, idx")) {
-      auto it = at.find(l.integer(0));
-      if (it != at.end())
-        out[it->second].layers.push_back({l.text(1), l.text(2), l.text(3), l.num(4), l.num(5)});
-    }
+    for (const SqlRow& l : db_->query("SELECT l.run_id, l.name, l.op, l.algorithm, l.ms, l.pct FROM layers l JOIN runs r ON "
+                                      "r.id = l.run_id" + where + " ORDER BY l.run_id, l.idx",
+                                      params))
+      out[at.at(l.integer(0))].layers.push_back({l.text(1), l.text(2), l.text(3), l.num(4), l.num(5)});
   return out;
+}
+
+size_t ResultsStore::count(const RunFilter& f) const {
+  std::vector<SqlValue> params;
+  const std::string where = where_of(f, params);
+  return static_cast<size_t>(db_->query("SELECT count(*) FROM runs r" + where, params).at(0).integer(0));
 }
 
 std::optional<RunRow> ResultsStore::run(int64_t id, bool with_layers) const {

@@ -82,6 +82,7 @@ class ResultsStore {
   // Inserts it when begin() was not called (r.id == 0).
   void finish(RunRow& r);
   std::vector<RunRow> runs(const RunFilter& f = {}) const;
+  size_t count(const RunFilter& f = {}) const;  // how many runs() would return
   std::optional<RunRow> run(int64_t id, bool with_layers = true) const;
   // point -> {status, config_hash} of an experiment's rows.
   std::map<std::string, std::pair<std::string, std::string>> statuses(const std::string& experiment) const;
