@@ -209,3 +209,18 @@ TEST(Cli, PrecisionBf16RunsOrSaysWhyNot) {
   Result bad = joule_cmd("bench default --precision fp8");
   EXPECT_EQ(bad.code, 2) << bad.out;
 }
+
+TEST(Cli, PruneWritesASmallerModelThatRuns) {
+  const std::string out = (dir() / "pruned.onnx").string();
+  Result r = joule_cmd("prune default --ratio 0.5 --structured --format json -o " + out);
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_LT(j["params_after"].get<double>(), 0.6 * j["params_before"].get<double>());
+  EXPECT_LT(j["flops_after"].get<double>(), 0.6 * j["flops_before"].get<double>());
+  Result b = joule_cmd("bench " + out + " --runs 2 --warmup 0 --threads 1");
+  EXPECT_EQ(b.code, 0) << b.out;
+  Result bad = joule_cmd("prune default --ratio 1.5 -o " + (dir() / "bad.onnx").string());
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find("ratio 1.5 must be in [0, 1)"), std::string::npos) << bad.out;
+  EXPECT_FALSE(fs::exists(dir() / "bad.onnx"));
+}

@@ -27,5 +27,6 @@ Action add_predict(CLI::App& app);
 Action add_experiment(CLI::App& app);
 Action add_report(CLI::App& app);
 Action add_serve(CLI::App& app);
+Action add_prune(CLI::App& app);
 
 }  // namespace joule::cli

@@ -39,6 +39,8 @@ int main(int argc, char** argv) {
       joule::cli::add_finetune);
   add("qat", "Quantization-aware training (ste, lsq, pact) from a quantization config; writes the QDQ model",
       joule::cli::add_qat);
+  add("prune", "Prune: zero the smallest weights, or remove whole conv channels through the graph (smaller, faster)",
+      joule::cli::add_prune);
   add("opdb", "Operator cost database: sweep operators, add models' layers, stats, export, coverage",
       joule::cli::add_opdb);
   add("predict", "Predict a model's latency and energy from the operator database (exact rows, regressor, roofline); "

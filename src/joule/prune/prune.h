@@ -1,0 +1,46 @@
+#pragma once
+// Pruning. Unstructured: the smallest weights (by magnitude, or at random) of Conv, Gemm and
+// MatMul set to zero, per layer (local) or under one threshold across layers (global); the model
+// keeps its shapes, so dense kernels run no faster. Structured: whole output channels of Conv
+// layers removed, with the removal carried through the layers that read them (BatchNorm
+// parameters, activations and pooling, depthwise convolutions and their groups, the next
+// convolution's input channels, a classifier behind global pooling and Flatten), so the model is
+// smaller and faster on dense kernels. A convolution whose output reaches anything else (a
+// residual Add, a Concat, a reshape, a graph output) keeps its channels, and the report says why.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "joule/ir/graph.h"
+
+namespace joule::prune {
+
+struct PruneOptions {
+  double ratio = 0.5;            // the share removed: of each layer's weights or output channels
+  bool structured = false;
+  std::string criterion = "l1";  // l1 | l2 | bn (|BatchNorm scale|; structured) | random
+  std::string scope = "local";   // local | global (unstructured: one threshold for all layers)
+  uint32_t seed = 0;             // criterion random
+};
+
+struct LayerPruning {
+  std::string node, op;
+  int64_t before = 0, after = 0;  // structured: output channels; unstructured: nonzero weights
+  std::string kept_because;       // structured: why the layer was left whole ("" pruned)
+};
+
+struct PruneReport {
+  PruneOptions options;
+  std::vector<LayerPruning> layers;
+  int64_t params_before = 0, params_after = 0, nonzero_before = 0, nonzero_after = 0;
+  double flops_before = 0, flops_after = 0;
+  nlohmann::json to_json() const;
+  std::string table() const;
+};
+
+// Prunes `g` in place (shapes are inferred again). BadInput for a bad ratio or criterion.
+PruneReport prune_graph(ir::Graph& g, const PruneOptions& o);
+
+}  // namespace joule::prune

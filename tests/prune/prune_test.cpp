@@ -1,0 +1,161 @@
+// Pruning: structured channel removal carried through BatchNorm, activations, depthwise convs,
+// the next conv and a classifier computes exactly what the unpruned model computes with the
+// removed channels' readers zeroed; residual adds keep their channels; unstructured sparsity.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+
+#include "graph_builder.h"
+#include "joule/core/error.h"
+#include "joule/passes/infer_shapes.h"
+#include "joule/prune/prune.h"
+#include "joule/runtime/session.h"
+#include "test_tensors.h"
+
+using namespace joule;
+using joule::testing::GraphBuilder;
+using joule::testing::random_tensor;
+using Ints = std::vector<int64_t>;
+
+namespace {
+// conv1 (3->8) + BN + Relu -> depthwise (8) + Clip -> conv2 (8->6) + Relu -> GAP -> Flatten -> Gemm (6->5)
+ir::Graph chain() {
+  return GraphBuilder()
+      .input("x", DType::Float32, {1, 3, 8, 8})
+      .init("w1", random_tensor({8, 3, 3, 3}, 1))
+      .init("b1", random_tensor({8}, 2))
+      .init("g", random_tensor({8}, 3, 0.5f, 1.5f))
+      .init("be", random_tensor({8}, 4))
+      .init("mu", random_tensor({8}, 5))
+      .init("var", random_tensor({8}, 6, 0.5f, 1.f))
+      .init("wd", random_tensor({8, 1, 3, 3}, 7))
+      .init("bd", random_tensor({8}, 8))
+      .init("w2", random_tensor({6, 8, 1, 1}, 9))
+      .init("fw", random_tensor({5, 6}, 10))
+      .init("fb", random_tensor({5}, 11))
+      .node("Conv", {"x", "w1", "b1"}, {"c1"}, {{"pads", Ints{1, 1, 1, 1}}}, "conv1")
+      .node("BatchNormalization", {"c1", "g", "be", "mu", "var"}, {"n1"}, {}, "bn1")
+      .node("Relu", {"n1"}, {"r1"}, {}, "relu1")
+      .node("Conv", {"r1", "wd", "bd"}, {"d"}, {{"pads", Ints{1, 1, 1, 1}}, {"group", int64_t{8}}}, "dw")
+      .node("Clip", {"d"}, {"cd"}, {{"min", 0.f}, {"max", 6.f}}, "clip")
+      .node("Conv", {"cd", "w2"}, {"c2"}, {}, "conv2")
+      .node("Relu", {"c2"}, {"r2"}, {}, "relu2")
+      .node("GlobalAveragePool", {"r2"}, {"p"}, {}, "gap")
+      .node("Flatten", {"p"}, {"f"}, {}, "flatten")
+      .node("Gemm", {"f", "fw", "fb"}, {"y"}, {{"transB", int64_t{1}}}, "fc")
+      .output("y")
+      .build();
+}
+
+// Output channels kept by l1 ranking.
+std::vector<int64_t> kept_l1(const Tensor& w, int64_t keep) {
+  const int64_t m = w.shape()[0], per = w.numel() / m;
+  std::vector<double> s(static_cast<size_t>(m));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < per; ++j) s[static_cast<size_t>(i)] += std::abs(w.data<float>()[i * per + j]);
+  std::vector<int64_t> o(static_cast<size_t>(m));
+  std::iota(o.begin(), o.end(), 0);
+  std::stable_sort(o.begin(), o.end(), [&](int64_t a, int64_t b) { return s[size_t(a)] > s[size_t(b)]; });
+  o.resize(static_cast<size_t>(keep));
+  return o;
+}
+
+// Zeroes, along `axis`, every index of `t` not in `keep`.
+void zero_except(Tensor& t, int axis, const std::vector<int64_t>& keep) {
+  const Shape& s = t.shape();
+  int64_t outer = 1, inner = 1;
+  for (int i = 0; i < axis; ++i) outer *= s[size_t(i)];
+  for (size_t i = size_t(axis) + 1; i < s.size(); ++i) inner *= s[i];
+  const int64_t n = s[size_t(axis)];
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t c = 0; c < n; ++c)
+      if (std::find(keep.begin(), keep.end(), c) == keep.end())
+        std::fill_n(t.data<float>() + (o * n + c) * inner, inner, 0.f);
+}
+
+Tensor run(const ir::Graph& g, const Tensor& x) {
+  runtime::Session s(g);
+  return s.run({{"x", x}}).at("y");
+}
+}  // namespace
+
+TEST(Prune, StructuredEqualsTheModelWithTheRemovedChannelsReadersZeroed) {
+  const ir::Graph g = chain();
+  ir::Graph p = g;
+  prune::PruneOptions o;
+  o.structured = true;
+  o.ratio = 0.5;
+  const prune::PruneReport rep = prune::prune_graph(p, o);
+  ASSERT_EQ(rep.layers.size(), 2u);  // conv1 and conv2 (the depthwise conv follows conv1)
+  EXPECT_EQ(rep.layers[0].after, 4);
+  EXPECT_EQ(rep.layers[1].after, 3);
+  EXPECT_EQ(p.initializers.at("w1").shape(), (Shape{4, 3, 3, 3}));
+  EXPECT_EQ(p.initializers.at("g").shape(), (Shape{4}));
+  EXPECT_EQ(p.initializers.at("wd").shape(), (Shape{4, 1, 3, 3}));
+  EXPECT_EQ(p.initializers.at("w2").shape(), (Shape{3, 4, 1, 1}));
+  EXPECT_EQ(p.initializers.at("fw").shape(), (Shape{5, 3}));
+  EXPECT_LT(rep.params_after, rep.params_before);
+  EXPECT_LT(rep.flops_after, rep.flops_before);
+
+  // The same function: the unpruned model with the removed channels' readers zeroed.
+  ir::Graph z = g;
+  const auto k1 = kept_l1(g.initializers.at("w1"), 4), k2 = kept_l1(g.initializers.at("w2"), 3);
+  zero_except(z.initializers.at("w2"), 1, k1);  // conv2 ignores conv1's removed channels
+  zero_except(z.initializers.at("fw"), 1, k2);  // the classifier ignores conv2's
+  const Tensor x = random_tensor({1, 3, 8, 8}, 42);
+  const Tensor a = run(z, x), b = run(p, x);
+  ASSERT_EQ(a.shape(), b.shape());
+  for (int64_t i = 0; i < a.numel(); ++i) EXPECT_NEAR(a.data<float>()[i], b.data<float>()[i], 1e-5) << i;
+}
+
+TEST(Prune, ResidualAddsKeepTheirChannelsAndSayWhy) {
+  ir::Graph g = GraphBuilder()
+                    .input("x", DType::Float32, {1, 4, 6, 6})
+                    .init("wa", random_tensor({4, 4, 3, 3}, 1))
+                    .init("wb", random_tensor({4, 4, 3, 3}, 2))
+                    .node("Conv", {"x", "wa"}, {"a"}, {{"pads", Ints{1, 1, 1, 1}}}, "ca")
+                    .node("Relu", {"a"}, {"ra"}, {}, "r")
+                    .node("Conv", {"ra", "wb"}, {"b"}, {{"pads", Ints{1, 1, 1, 1}}}, "cb")
+                    .node("Add", {"b", "x"}, {"y"}, {}, "add")
+                    .output("y")
+                    .build();
+  prune::PruneOptions o;
+  o.structured = true;
+  o.ratio = 0.75;
+  const prune::PruneReport rep = prune::prune_graph(g, o);
+  ASSERT_EQ(rep.layers.size(), 2u);
+  EXPECT_EQ(rep.layers[0].after, 1);  // ca: its readers are Relu and cb
+  EXPECT_EQ(rep.layers[1].after, 4);  // cb: read by the residual Add
+  EXPECT_NE(rep.layers[1].kept_because.find("'add' (Add)"), std::string::npos) << rep.layers[1].kept_because;
+  runtime::Session s(g);  // still runs
+  EXPECT_EQ(s.run({{"x", random_tensor({1, 4, 6, 6}, 3)}}).at("y").shape(), (Shape{1, 4, 6, 6}));
+}
+
+TEST(Prune, UnstructuredLocalAndGlobalSparsity) {
+  for (const char* scope : {"local", "global"}) {
+    ir::Graph g = chain();
+    prune::PruneOptions o;
+    o.ratio = 0.6;
+    o.scope = scope;
+    const prune::PruneReport rep = prune::prune_graph(g, o);
+    int64_t before = 0, after = 0;
+    for (const auto& l : rep.layers) {
+      before += l.before;
+      after += l.after;
+      if (std::string(scope) == "local") {
+        EXPECT_NEAR(double(l.after) / double(l.before), 0.4, 0.1) << l.node;
+      }
+    }
+    EXPECT_NEAR(double(after) / double(before), 0.4, 0.02) << scope;
+    EXPECT_EQ(rep.params_after, rep.params_before);  // same shapes
+    EXPECT_EQ(g.initializers.at("w1").shape(), (Shape{8, 3, 3, 3}));
+  }
+  ir::Graph g = chain();
+  prune::PruneOptions bad;
+  bad.ratio = 1.0;
+  EXPECT_THROW(prune::prune_graph(g, bad), Error);
+  bad.ratio = 0.5;
+  bad.criterion = "bn";  // ranks channels: structured only
+  EXPECT_THROW(prune::prune_graph(g, bad), Error);
+}
