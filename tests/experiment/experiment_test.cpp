@@ -412,3 +412,22 @@ TEST(Slurm, TasksThatRecordNothingAreRetriedThenReportedNeverLost) {
   ResultsStore st(store_url(spec, o));
   for (const RunRow& x : st.runs({"lost", "", "", false, false})) EXPECT_EQ(x.status, "failed");
 }
+
+TEST(ExperimentRunner, APruneStepHandsTheSmallerModelOn) {
+  write_models();
+  const ExperimentSpec spec = read_experiment(write("prune.yaml", R"(
+name: pruned
+models: [{name: b, path: b.onnx}]
+grid: {ratio: [0, 0.5]}
+steps:
+  - prune: {ratio: "${ratio}", structured: true}
+  - bench: {runs: 2, warmup: 0}
+)"));
+  ExperimentOptions o;
+  o.dir = (dir() / "runs_prune").string();
+  ASSERT_EQ(run_experiment(spec, o).done, 2u);
+  std::map<std::string, double> params;
+  for (const RunRow& r : ResultsStore(store_url(spec, o)).runs({"pruned", "", "", false, false}))
+    params[r.params["ratio"]] = r.metrics.at("prune.params_after");
+  EXPECT_LT(params.at("0.5"), params.at("0"));
+}

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "graph_builder.h"
+#include "joule/api/prune.h"
 #include "joule/core/error.h"
 #include "joule/passes/infer_shapes.h"
 #include "joule/prune/prune.h"
@@ -158,4 +159,24 @@ TEST(Prune, UnstructuredLocalAndGlobalSparsity) {
   bad.ratio = 0.5;
   bad.criterion = "bn";  // ranks channels: structured only
   EXPECT_THROW(prune::prune_graph(g, bad), Error);
+}
+
+TEST(Prune, SensitivityPrunesOneLayerAtATime) {
+  api::PruneSensitivityOptions o;
+  o.ratios = {0.0, 0.5};
+  o.samples = 4;
+  const api::PruneSensitivityResult r = api::prune_sensitivity(api::Model(chain(), "", "chain"), o);
+  const auto& layers = r.json["layers"];
+  ASSERT_EQ(layers.size(), 2u);
+  for (const auto& l : layers) {
+    EXPECT_EQ(l["ratios"]["0"]["sqnr_db"], "inf") << l["node"];  // nothing removed: the same output
+    EXPECT_EQ(l["ratios"]["0"]["params_removed"].get<int64_t>(), 0);
+    EXPECT_TRUE(l["ratios"]["0.5"]["sqnr_db"].is_number()) << l["node"];
+    EXPECT_GT(l["ratios"]["0.5"]["params_removed"].get<int64_t>(), 0);
+  }
+  // conv1 at 0.5 removes its filters, BatchNorm entries, depthwise filters and conv2's inputs.
+  EXPECT_EQ(layers[0]["node"], "conv1");
+  EXPECT_EQ(layers[0]["ratios"]["0.5"]["params_removed"].get<int64_t>(), 4 * 27 + 4 + 4 * 4 + 4 * 9 + 4 + 6 * 4);
+  EXPECT_NE(r.svg.find("conv2"), std::string::npos);
+  EXPECT_NE(r.table.find("SQNR@0.5"), std::string::npos);
 }

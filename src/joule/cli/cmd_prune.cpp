@@ -3,18 +3,20 @@
 #include "joule/api/prune.h"
 #include "joule/cli/commands.h"
 #include "joule/cli/util.h"
+#include "joule/core/error.h"
 
 namespace joule::cli {
 
 Action add_prune(CLI::App& app) {
   struct Args {
-    std::string model, out, format = "table", store;
+    std::string model, out, format = "table", store, data, out_dir;
     prune::PruneOptions opt;
+    bool sensitivity = false;
+    api::PruneSensitivityOptions sens;
   };
   auto a = std::make_shared<Args>();
   add_model_arg(app, a->model);
-  app.add_option("--ratio", a->opt.ratio, "share removed: of each layer's weights, or (--structured) output channels")
-      ->required();
+  app.add_option("--ratio", a->opt.ratio, "share removed: of each layer's weights, or (--structured) output channels");
   app.add_flag("--structured", a->opt.structured,
                "remove whole output channels of convolutions, carried through the layers that read them");
   app.add_option("--criterion", a->opt.criterion, "l1, l2, bn (|BatchNorm scale|, structured) or random")
@@ -22,11 +24,37 @@ Action add_prune(CLI::App& app) {
   app.add_option("--scope", a->opt.scope, "local (each layer its ratio) or global (one threshold; unstructured)")
       ->capture_default_str();
   app.add_option("--seed", a->opt.seed, "for --criterion random")->capture_default_str();
-  app.add_option("-o,--output", a->out, "write the pruned model (ONNX)")->required();
+  app.add_option("-o,--output", a->out, "write the pruned model (ONNX)");
+  app.add_flag("--sensitivity", a->sensitivity,
+               "instead: each prunable layer pruned alone at each --ratios, the output compared with the unpruned model's");
+  app.add_option("--ratios", a->sens.ratios, "--sensitivity: ratios, e.g. 0.25,0.5,0.75")->delimiter(',');
+  app.add_option("--data", a->data, "--sensitivity: samples SPEC (labelled: top-1 too); default seeded random inputs");
+  app.add_option("--samples", a->sens.samples, "--sensitivity: samples compared over")->capture_default_str();
+  app.add_option("--out-dir", a->out_dir, "--sensitivity: write prune_sensitivity.json, .csv, .svg here");
+  add_data_options(app, a->sens.preprocess);
   app.add_option("--format", a->format, "table or json")->check(CLI::IsMember({"table", "json"}));
   add_store_option(app, a->store);
   return [a] {
     const api::Model m = api::Model::load(a->model);
+    if (a->sensitivity) {
+      a->sens.structured = a->opt.structured;
+      a->sens.criterion = a->opt.criterion;
+      a->sens.out_dir = a->out_dir;
+      if (!a->data.empty()) a->sens.data = api::DataSource::from_spec(a->data);
+      const api::PruneSensitivityResult r = api::prune_sensitivity(m, a->sens, terminal_hooks());
+      end_status();
+      record_run(a->store, "prune_sensitivity", m.name(), r.json);
+      if (a->format == "json") {
+        fmt::print("{}\n", r.json.dump(2));
+        return 0;
+      }
+      fmt::print("{}: one layer pruned at a time ({}, {}), output SQNR over {} samples of {}\n{}", m.name(),
+                 a->sens.structured ? "output channels" : "weights", a->sens.criterion, r.json["samples"].get<size_t>(),
+                 r.json["data"].get<std::string>(), r.table);
+      if (!a->out_dir.empty()) fmt::print("wrote {0}/prune_sensitivity.json, .csv, .svg\n", a->out_dir);
+      return 0;
+    }
+    if (a->out.empty()) fail("prune: -o OUT.onnx is required (or --sensitivity)");
     const api::PruneResult r = api::prune(m, a->opt);
     r.model.save(a->out);
     nlohmann::json j = r.to_json();

@@ -17,8 +17,8 @@ namespace joule::experiment {
 namespace fs = std::filesystem;
 
 const std::vector<std::string>& step_kinds() {
-  static const std::vector<std::string> kinds = {"quantize", "bench",       "profile", "eval",
-                                                 "compare",  "sensitivity", "predict"};
+  static const std::vector<std::string> kinds = {"prune",   "quantize",    "bench",  "profile",
+                                                 "eval",    "compare",     "sensitivity", "predict"};
   return kinds;
 }
 

@@ -39,7 +39,7 @@ struct Axis {
 };
 
 struct Step {
-  std::string kind;    // bench | profile | eval | quantize | compare | sensitivity | predict
+  std::string kind;    // prune | quantize | bench | profile | eval | compare | sensitivity | predict
   std::string name;    // the key of its result and metrics: kind, or kind_2 for a second one
   nlohmann::json params = nlohmann::json::object();
 };

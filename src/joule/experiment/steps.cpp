@@ -7,6 +7,7 @@
 #include "joule/api/evaluate.h"
 #include "joule/api/opdb.h"
 #include "joule/api/profile.h"
+#include "joule/api/prune.h"
 #include "joule/api/quantize.h"
 #include "joule/api/run.h"
 #include "joule/core/error.h"
@@ -182,6 +183,19 @@ nlohmann::json step_quantize(const Step& s, StepContext& c, Params& p) {
   return j;
 }
 
+nlohmann::json step_prune(StepContext& c, Params& p) {
+  prune::PruneOptions o;
+  o.ratio = p.number("ratio", o.ratio);
+  o.structured = p.flag("structured", o.structured);
+  o.criterion = p.str("criterion", o.criterion);
+  o.scope = p.str("scope", o.scope);
+  o.seed = static_cast<uint32_t>(p.integer("seed", 0));
+  p.done();
+  api::PruneResult r = api::prune(c.model, o);
+  c.model = r.model;
+  return r.to_json();
+}
+
 nlohmann::json step_bench(StepContext& c, Params& p) {
   api::BenchOptions o;
   read_prepare(p, o.prepare, 1);
@@ -282,6 +296,7 @@ void put_energy(RunRow& r, const std::string& prefix, const nlohmann::json& e) {
 nlohmann::json run_step(const Step& s, StepContext& c) {
   Params p(s, c.base_dir);
   if (s.kind == "quantize") return step_quantize(s, c, p);
+  if (s.kind == "prune") return step_prune(c, p);
   if (s.kind == "bench") return step_bench(c, p);
   if (s.kind == "profile") return step_profile(s, c, p);
   if (s.kind == "eval") return step_eval(c, p);
@@ -356,6 +371,8 @@ void summarize(const std::string& kind, const std::string& name, const nlohmann:
     for (const auto& [v, a] : j.value("quant_top1", nlohmann::json::object()).items())
       if (a.is_number()) r.metrics[n + v + ".top1"] = a.get<double>();
     for (const auto& [v, m] : j.value("final_output", nlohmann::json::object()).items()) put(r, n + v + ".output_sqnr_db", m, "sqnr_db");
+  } else if (kind == "prune") {
+    for (const char* k : {"params_after", "flops_after", "nonzero_after"}) put(r, n + k, j, k);
   } else if (kind == "predict") {
     put(r, n + "latency_ms", j, "latency_ms");
     if (j.contains("energy_j") && j["energy_j"].is_number()) r.metrics[n + "energy_mj"] = j["energy_j"].get<double>() * 1e3;

@@ -187,6 +187,7 @@ void structured(ir::Graph& g, const PruneOptions& o, PruneReport& rep) {
     if (n.op_type != "Conv" || !n.domain.empty() || n.attr_int("group", 1) != 1 || n.inputs.size() < 2 ||
         !f32_initializer(g, n.inputs[1]))
       continue;
+    if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), n.name) == o.only.end()) continue;
     const Tensor& w = g.initializers.at(n.inputs[1]);
     LayerPruning lp{n.name, n.op_type, w.shape()[0], w.shape()[0], ""};
     Tracer tr(g);
@@ -224,6 +225,7 @@ void unstructured(ir::Graph& g, const PruneOptions& o, PruneReport& rep) {
   for (const auto& n : g.nodes)
     if ((n->op_type == "Conv" || n->op_type == "Gemm" || n->op_type == "MatMul") && n->domain.empty() &&
         n->inputs.size() > 1 && f32_initializer(g, n->inputs[1]) && g.initializers.at(n->inputs[1]).rank() >= 2 &&
+        (o.only.empty() || std::find(o.only.begin(), o.only.end(), n->name) != o.only.end()) &&
         seen.insert(n->inputs[1]).second)
       weights.emplace_back(n->inputs[1], n.get());
   auto count_nz = [](const Tensor& t) {

@@ -23,6 +23,7 @@ struct PruneOptions {
   std::string criterion = "l1";  // l1 | l2 | bn (|BatchNorm scale|; structured) | random
   std::string scope = "local";   // local | global (unstructured: one threshold for all layers)
   uint32_t seed = 0;             // criterion random
+  std::vector<std::string> only; // prune only these nodes (by name); empty: every layer
 };
 
 struct LayerPruning {
