@@ -110,7 +110,8 @@ TEST(Prune, StructuredEqualsTheModelWithTheRemovedChannelsReadersZeroed) {
   for (int64_t i = 0; i < a.numel(); ++i) EXPECT_NEAR(a.data<float>()[i], b.data<float>()[i], 1e-5) << i;
 }
 
-TEST(Prune, ResidualAddsKeepTheirChannelsAndSayWhy) {
+TEST(Prune, ChannelsTiedToTheGraphInputStayAndSayWhy) {
+  // cb's output is added to the graph input x: those channels cannot change.
   ir::Graph g = GraphBuilder()
                     .input("x", DType::Float32, {1, 4, 6, 6})
                     .init("wa", random_tensor({4, 4, 3, 3}, 1))
@@ -126,11 +127,66 @@ TEST(Prune, ResidualAddsKeepTheirChannelsAndSayWhy) {
   o.ratio = 0.75;
   const prune::PruneReport rep = prune::prune_graph(g, o);
   ASSERT_EQ(rep.layers.size(), 2u);
-  EXPECT_EQ(rep.layers[0].after, 1);  // ca: its readers are Relu and cb
-  EXPECT_EQ(rep.layers[1].after, 4);  // cb: read by the residual Add
-  EXPECT_NE(rep.layers[1].kept_because.find("'add' (Add)"), std::string::npos) << rep.layers[1].kept_because;
+  EXPECT_EQ(rep.layers[0].after, 1);  // ca: read by Relu and cb only
+  EXPECT_EQ(rep.layers[1].after, 4);  // cb: tied to x by the Add
+  EXPECT_NE(rep.layers[1].kept_because.find("graph"), std::string::npos) << rep.layers[1].kept_because;
   runtime::Session s(g);  // still runs
   EXPECT_EQ(s.run({{"x", random_tensor({1, 4, 6, 6}, 3)}}).at("y").shape(), (Shape{1, 4, 6, 6}));
+}
+
+TEST(Prune, ResidualGroupsLoseTheSameChannelsInEveryConvThatFeedsThem) {
+  // c0 -> r0 -> c1 -> r1 -> c2 -> Add(c2, r0) -> Relu -> GAP -> Flatten -> Gemm: c0 and c2 form one
+  // group (tied by the Add); c1 is alone.
+  const ir::Graph g = GraphBuilder()
+                          .input("x", DType::Float32, {1, 3, 6, 6})
+                          .init("w0", random_tensor({8, 3, 3, 3}, 1))
+                          .init("w1", random_tensor({6, 8, 3, 3}, 2))
+                          .init("w2", random_tensor({8, 6, 1, 1}, 3))
+                          .init("b2", random_tensor({8}, 4))
+                          .init("fw", random_tensor({5, 8}, 5))
+                          .node("Conv", {"x", "w0"}, {"a0"}, {{"pads", Ints{1, 1, 1, 1}}}, "c0")
+                          .node("Relu", {"a0"}, {"r0"}, {}, "relu0")
+                          .node("Conv", {"r0", "w1"}, {"a1"}, {{"pads", Ints{1, 1, 1, 1}}}, "c1")
+                          .node("Relu", {"a1"}, {"r1"}, {}, "relu1")
+                          .node("Conv", {"r1", "w2", "b2"}, {"a2"}, {}, "c2")
+                          .node("Add", {"a2", "r0"}, {"s"}, {}, "add")
+                          .node("Relu", {"s"}, {"rs"}, {}, "relu2")
+                          .node("GlobalAveragePool", {"rs"}, {"p"}, {}, "gap")
+                          .node("Flatten", {"p"}, {"f"}, {}, "flatten")
+                          .node("Gemm", {"f", "fw"}, {"y"}, {{"transB", int64_t{1}}}, "fc")
+                          .output("y")
+                          .build();
+  ir::Graph p = g;
+  prune::PruneOptions o;
+  o.structured = true;
+  o.ratio = 0.5;
+  const prune::PruneReport rep = prune::prune_graph(p, o);
+  ASSERT_EQ(rep.layers.size(), 3u);
+  EXPECT_EQ(rep.layers[0].group, 2);
+  EXPECT_EQ(rep.layers[0].after, 4);  // c0
+  EXPECT_EQ(rep.layers[1].after, 3);  // c1
+  EXPECT_EQ(rep.layers[2].after, 4);  // c2, the same channels as c0
+  EXPECT_EQ(p.initializers.at("fw").shape(), (Shape{5, 4}));
+  // The group's channels ranked by c0's and c2's filter norms together.
+  std::vector<double> s(8, 0);
+  for (const char* w : {"w0", "w2"}) {
+    const Tensor& t = g.initializers.at(w);
+    const int64_t per = t.numel() / 8;
+    for (int64_t i = 0; i < 8; ++i)
+      for (int64_t j = 0; j < per; ++j) s[size_t(i)] += std::abs(t.data<float>()[i * per + j]);
+  }
+  std::vector<int64_t> k0(8);
+  std::iota(k0.begin(), k0.end(), 0);
+  std::stable_sort(k0.begin(), k0.end(), [&](int64_t a, int64_t b) { return s[size_t(a)] > s[size_t(b)]; });
+  k0.resize(4);
+  const auto k1 = kept_l1(g.initializers.at("w1"), 3);
+  ir::Graph z = g;
+  zero_except(z.initializers.at("w1"), 1, k0);  // c1 ignores the group's removed channels
+  zero_except(z.initializers.at("w2"), 1, k1);  // c2 ignores c1's
+  zero_except(z.initializers.at("fw"), 1, k0);  // the classifier ignores the group's
+  const Tensor x = random_tensor({1, 3, 6, 6}, 9);
+  const Tensor a = run(z, x), b = run(p, x);
+  for (int64_t i = 0; i < a.numel(); ++i) EXPECT_NEAR(a.data<float>()[i], b.data<float>()[i], 1e-5) << i;
 }
 
 TEST(Prune, UnstructuredLocalAndGlobalSparsity) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <map>
 #include <set>
 #include <unordered_set>
 
@@ -47,174 +48,268 @@ Tensor take(const Tensor& t, int axis, const std::vector<int64_t>& keep) {
   return r;
 }
 
-// What removing output channels of one convolution changes.
-struct Edits {
-  std::vector<std::pair<std::string, int>> slices;  // initializer, axis
-  std::vector<ir::Node*> depthwise;                 // their group becomes the kept count
-  const ir::Node* bn = nullptr;                     // a BatchNorm reading the conv's output directly
-};
-
-class Tracer {
+// Channel spaces: values whose axis-1 channels must stay aligned (a conv's output through
+// BatchNorm, activations, pooling, depthwise convs, and every input and output of a residual
+// Add). A space can lose channels when every value in it is made by a convolution or a
+// channel-preserving op and read only by ops that can follow (the next conv's input channels, a
+// classifier behind global pooling and Flatten).
+class Spaces {
  public:
-  explicit Tracer(ir::Graph& g) : g_(g), cons_(g.consumers()) {
-    for (const auto& o : g.outputs) outputs_.insert(o);
+  explicit Spaces(ir::Graph& g) : g_(g), cons_(g.consumers()) {
+    for (const auto& v : g.inputs) block(v, "it reaches a graph input");
+    for (const auto& v : g.outputs) block(v, "it reaches a graph output");
+    for (size_t idx : g.topo_order()) classify(*g.nodes[idx]);
   }
 
-  // Follows value `v` (C channels on axis 1) to its readers, adding their edits; returns "" or
-  // why the channels cannot be removed.
-  std::string trace(const std::string& v, int64_t c, Edits& e, bool direct) {
-    if (outputs_.count(v)) return "its output reaches a graph output";
-    auto it = cons_.find(v);
-    if (it == cons_.end() || it->second.empty()) return "";
-    for (size_t idx : it->second) {
-      ir::Node& n = *g_.nodes[idx];
-      if (!n.domain.empty()) return "read by " + n.where();
-      if (n.inputs.empty() || n.inputs[0] != v) return "read by " + n.where() + " as a parameter";
-      const std::string& op = n.op_type;
-      std::string why;
-      if (op == "BatchNormalization") {
-        if (n.input_count() != 5) return "read by " + n.where() + " (malformed)";
-        for (size_t i = 1; i < n.outputs.size(); ++i)
-          if (!n.outputs[i].empty()) return "read by " + n.where() + " in training mode";
-        for (size_t i = 1; i < 5; ++i) {
-          if (!sliceable(n.inputs[i], 0, c)) return "read by " + n.where() + " with shared or non-constant parameters";
-          e.slices.emplace_back(n.inputs[i], 0);
-        }
-        if (direct) e.bn = &n;
-        why = trace(n.outputs[0], c, e, false);
-      } else if (unary(n)) {
-        why = trace(n.outputs[0], c, e, false);
-      } else if (op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" || op == "GlobalMaxPool" ||
-                 op == "LpPool") {
-        if (n.outputs.size() > 1 && !n.outputs[1].empty()) return "read by " + n.where() + " with indices";
-        why = trace(n.outputs[0], c, e, false);
-      } else if (op == "Conv") {
-        if (n.inputs.size() < 2 || !f32_initializer(g_, n.inputs[1]) || uses(n.inputs[1]) != 1)
-          return "read by " + n.where() + " whose weights are not its own constant";
-        const Tensor& w = g_.initializers.at(n.inputs[1]);
-        const int64_t group = n.attr_int("group", 1);
-        if (group == 1 && w.rank() >= 3 && w.shape()[1] == c) {
-          e.slices.emplace_back(n.inputs[1], 1);
-        } else if (group == c && w.rank() >= 3 && w.shape()[0] == c && w.shape()[1] == 1) {
-          e.slices.emplace_back(n.inputs[1], 0);
-          if (n.has_input(2)) {
-            if (!sliceable(n.inputs[2], 0, c)) return "read by " + n.where() + " with a shared bias";
-            e.slices.emplace_back(n.inputs[2], 0);
-          }
-          e.depthwise.push_back(&n);
-          why = trace(n.outputs[0], c, e, false);
-        } else {
-          return "read by the grouped " + n.where();
-        }
-      } else if (op == "Flatten") {
-        // [N, C, 1, 1] -> [N, C]: the channels become the features of a Gemm or MatMul.
-        const ir::TensorType* t = g_.type_of(v);
-        if (n.attr_int("axis", 1) != 1 || !t || !t->has_shape || t->dims.size() != 4 || !t->dims[2].is_static() ||
-            !t->dims[3].is_static() || t->dims[2].value != 1 || t->dims[3].value != 1)
-          return "read by " + n.where() + " not over 1x1 maps";
-        if (outputs_.count(n.outputs[0])) return "its features reach a graph output";
-        for (size_t j : cons_[n.outputs[0]]) {
-          ir::Node& m = *g_.nodes[j];
-          const bool gemm = m.op_type == "Gemm" && m.domain.empty(), matmul = m.op_type == "MatMul" && m.domain.empty();
-          if ((!gemm && !matmul) || m.inputs[0] != n.outputs[0] || m.inputs.size() < 2 || (gemm && m.attr_int("transA", 0)))
-            return "its features are read by " + m.where();
-          if (!f32_initializer(g_, m.inputs[1]) || uses(m.inputs[1]) != 1 || g_.initializers.at(m.inputs[1]).rank() != 2)
-            return "its features are read by " + m.where() + " whose weights are not its own constant";
-          const int axis = gemm && m.attr_int("transB", 0) ? 1 : 0;
-          if (g_.initializers.at(m.inputs[1]).shape()[static_cast<size_t>(axis)] != c)
-            return "its features are read by " + m.where() + " of another width";
-          e.slices.emplace_back(m.inputs[1], axis);
-        }
-      } else {
-        return "read by " + n.where();
-      }
-      if (!why.empty()) return why;
+  struct Space {
+    std::vector<ir::Node*> producers;                 // convs whose output channels these are
+    std::vector<std::pair<std::string, int>> slices;  // initializers sliced along an axis
+    std::vector<ir::Node*> depthwise;                 // their group becomes the kept count
+    std::vector<const ir::Node*> norms;               // BatchNorms in the space (criterion bn)
+    std::string blocked;                              // why the channels stay ("" prunable)
+    int64_t channels = -1;
+  };
+
+  // The spaces, by root value, with everything recorded on their values gathered.
+  std::map<std::string, Space> gather() {
+    std::map<std::string, Space> out;
+    for (auto& [v, s] : per_value_) {
+      Space& t = out[find(v)];
+      t.producers.insert(t.producers.end(), s.producers.begin(), s.producers.end());
+      t.slices.insert(t.slices.end(), s.slices.begin(), s.slices.end());
+      t.depthwise.insert(t.depthwise.end(), s.depthwise.begin(), s.depthwise.end());
+      t.norms.insert(t.norms.end(), s.norms.begin(), s.norms.end());
+      if (t.blocked.empty()) t.blocked = s.blocked;
+      if (s.channels > 0) t.channels = s.channels;
     }
-    return "";
+    return out;
   }
-
-  size_t uses(const std::string& v) const {
-    auto it = cons_.find(v);
-    return (it == cons_.end() ? 0 : it->second.size()) + outputs_.count(v);
-  }
+  std::string root_of(const std::string& v) { return find(v); }
 
  private:
-  static bool unary(const ir::Node& n) {
-    static const std::set<std::string> ops = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish",
-                                              "Elu",  "Selu",      "Softplus", "Identity", "Mish", "Gelu"};
-    if (ops.count(n.op_type)) return true;
-    if (n.op_type == "Dropout") return n.outputs.size() < 2 || n.outputs[1].empty();
-    // Clip with scalar bounds (attributes, or scalar inputs).
-    return n.op_type == "Clip";
+  std::string find(const std::string& v) {
+    auto it = parent_.find(v);
+    if (it == parent_.end() || it->second == v) return v;
+    return it->second = find(it->second);
   }
-  bool sliceable(const std::string& v, int axis, int64_t c) const {
-    if (!f32_initializer(g_, v) || uses(v) != 1) return false;
-    const Tensor& t = g_.initializers.at(v);
-    return t.rank() > axis && t.shape()[static_cast<size_t>(axis)] == c;
+  void unite(const std::string& a, const std::string& b) {
+    const std::string ra = find(a), rb = find(b);
+    if (ra != rb) parent_[ra] = rb;
+    per_value_[a];
+    per_value_[b];
   }
+  void block(const std::string& v, const std::string& why) {
+    Space& s = per_value_[v];
+    if (s.blocked.empty()) s.blocked = why;
+  }
+  bool activation(const std::string& v) const { return !v.empty() && !g_.is_initializer(v); }
+  size_t uses(const std::string& v) const {
+    auto it = cons_.find(v);
+    return (it == cons_.end() ? 0 : it->second.size()) + static_cast<size_t>(std::count(g_.outputs.begin(), g_.outputs.end(), v));
+  }
+  bool own_f32(const std::string& v) const { return f32_initializer(g_, v) && uses(v) == 1; }
+  bool scalar(const std::string& v) const {
+    const ir::TensorType* t = g_.type_of(v);
+    if (!t || !t->has_shape) return false;
+    for (const auto& d : t->dims)
+      if (!d.is_static() || d.value != 1) return false;
+    return true;
+  }
+  int64_t channels_of(const std::string& v) const {
+    const ir::TensorType* t = g_.type_of(v);
+    return t && t->has_shape && t->dims.size() >= 2 && t->dims[1].is_static() ? t->dims[1].value : -1;
+  }
+  // Blocks the spaces of every activation `n` reads and makes.
+  void opaque(const ir::Node& n, const std::string& why) {
+    for (const auto& v : n.inputs)
+      if (activation(v)) block(v, "read by " + n.where() + why);
+    for (const auto& v : n.outputs)
+      if (!v.empty()) block(v, "made by " + n.where());
+  }
+
+  void classify(ir::Node& n) {
+    const std::string& op = n.op_type;
+    if (!n.domain.empty() || n.inputs.empty() || n.outputs.empty()) return opaque(n, "");
+    const std::string& x = n.inputs[0];
+    const std::string& y = n.outputs[0];
+    for (size_t i = 1; i < n.outputs.size(); ++i)
+      if (!n.outputs[i].empty()) return opaque(n, " (more than one output)");
+    if (op == "Conv") {
+      if (n.inputs.size() < 2 || !own_f32(n.inputs[1]) || (n.has_input(2) && !own_f32(n.inputs[2])))
+        return opaque(n, " whose weights are not its own constants");
+      const Tensor& w = g_.initializers.at(n.inputs[1]);
+      const int64_t group = n.attr_int("group", 1), c = channels_of(x);
+      if (group == 1 && w.rank() >= 3) {
+        Space& in = per_value_[x];
+        in.slices.emplace_back(n.inputs[1], 1);
+        Space& out = per_value_[y];
+        out.producers.push_back(&n);
+        out.slices.emplace_back(n.inputs[1], 0);
+        if (n.has_input(2)) out.slices.emplace_back(n.inputs[2], 0);
+        out.channels = w.shape()[0];
+        return;
+      }
+      if (group > 1 && group == c && w.rank() >= 3 && w.shape()[0] == c && w.shape()[1] == 1) {  // depthwise
+        unite(x, y);
+        Space& s = per_value_[y];
+        s.slices.emplace_back(n.inputs[1], 0);
+        if (n.has_input(2)) s.slices.emplace_back(n.inputs[2], 0);
+        s.depthwise.push_back(&n);
+        return;
+      }
+      return opaque(n, " (grouped)");
+    }
+    if (op == "BatchNormalization") {
+      if (n.input_count() != 5 || n.attr_int("training_mode", 0) != 0) return opaque(n, "");
+      for (size_t i = 1; i < 5; ++i)
+        if (!own_f32(n.inputs[i])) return opaque(n, " with shared or non-constant parameters");
+      unite(x, y);
+      Space& s = per_value_[y];
+      for (size_t i = 1; i < 5; ++i) s.slices.emplace_back(n.inputs[i], 0);
+      s.norms.push_back(&n);
+      return;
+    }
+    static const std::set<std::string> unary = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish",
+                                                "Elu", "Selu", "Softplus", "Identity", "Mish", "Gelu", "Clip",
+                                                "Dropout", "MaxPool", "AveragePool", "GlobalAveragePool",
+                                                "GlobalMaxPool", "LpPool"};
+    if (unary.count(op)) {
+      for (size_t i = 1; i < n.inputs.size(); ++i)  // Clip's bounds: scalars (constants or Constant nodes)
+        if (activation(n.inputs[i]) && !scalar(n.inputs[i])) return opaque(n, " (bounds that are not scalars)");
+      return unite(x, y);
+    }
+    if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Max" || op == "Min") {
+      // Elementwise over [N, C, ...]: activations of the output's shape join its space; constants
+      // are scalars or per channel ([C, 1, 1] / [1, C, 1, 1], sliced).
+      const ir::TensorType* ty = g_.type_of(y);
+      if (!ty || !ty->has_shape || ty->dims.size() < 3) return opaque(n, " (not over N,C,H,W)");
+      for (const auto& v : n.inputs) {
+        if (activation(v)) {
+          const ir::TensorType* t = g_.type_of(v);
+          if (!t || !t->has_shape || t->dims.size() != ty->dims.size() || channels_of(v) != channels_of(y))
+            return opaque(n, " (broadcast over channels)");
+          continue;
+        }
+        const Tensor& c = g_.initializers.at(v);
+        if (c.numel() == 1) continue;
+        const Shape& s = c.shape();
+        const size_t r = s.size(), want = ty->dims.size();
+        if (r == want - 1 && s[0] == channels_of(y) && c.numel() == s[0]) {
+          if (!own_f32(v)) return opaque(n, " with a shared per-channel constant");
+          per_value_[y].slices.emplace_back(v, 0);
+        } else if (r == want && s[0] == 1 && s[1] == channels_of(y) && c.numel() == s[1]) {
+          if (!own_f32(v)) return opaque(n, " with a shared per-channel constant");
+          per_value_[y].slices.emplace_back(v, 1);
+        } else {
+          return opaque(n, " (a constant that is not per channel)");
+        }
+      }
+      for (const auto& v : n.inputs)
+        if (activation(v)) unite(v, y);
+      return;
+    }
+    if (op == "Flatten") {
+      // [N, C, 1, 1] -> [N, C]: the channels are the features of the Gemm / MatMul reading it.
+      const ir::TensorType* t = g_.type_of(x);
+      if (n.attr_int("axis", 1) != 1 || !t || !t->has_shape || t->dims.size() != 4 || !t->dims[2].is_static() ||
+          !t->dims[3].is_static() || t->dims[2].value != 1 || t->dims[3].value != 1)
+        return opaque(n, " (not over 1x1 maps)");
+      if (std::count(g_.outputs.begin(), g_.outputs.end(), y)) return opaque(n, " (its output is a graph output)");
+      for (size_t j : cons_[y]) {
+        ir::Node& m = *g_.nodes[j];
+        const bool gemm = m.op_type == "Gemm" && m.domain.empty(), matmul = m.op_type == "MatMul" && m.domain.empty();
+        if ((!gemm && !matmul) || m.inputs.size() < 2 || m.inputs[0] != y || (gemm && m.attr_int("transA", 0)) ||
+            !own_f32(m.inputs[1]) || g_.initializers.at(m.inputs[1]).rank() != 2)
+          return opaque(n, " (its features are read by " + m.where() + ")");
+        per_value_[x].slices.emplace_back(m.inputs[1], gemm && m.attr_int("transB", 0) ? 1 : 0);
+      }
+      handled_.insert(y);
+      return;
+    }
+    if ((op == "Gemm" || op == "MatMul") && handled_.count(x)) return;  // its weights are sliced by Flatten
+    opaque(n, "");
+  }
+
   ir::Graph& g_;
   std::unordered_map<std::string, std::vector<size_t>> cons_;
-  std::unordered_set<std::string> outputs_;
+  std::unordered_map<std::string, std::string> parent_;
+  std::map<std::string, Space> per_value_;
+  std::unordered_set<std::string> handled_;
 };
 
-std::vector<double> importance(const ir::Graph& g, const Tensor& w, const Edits& e, const PruneOptions& o,
-                               std::mt19937& rng) {
-  const int64_t m = w.shape()[0], per = w.numel() / std::max<int64_t>(1, m);
-  std::vector<double> s(static_cast<size_t>(m), 0);
+// Per-channel importance of a space: the producers' filter norms summed (or BatchNorm scales,
+// or random).
+std::vector<double> importance(const ir::Graph& g, const Spaces::Space& s, const PruneOptions& o, std::mt19937& rng) {
+  std::vector<double> v(static_cast<size_t>(s.channels), 0);
   if (o.criterion == "random") {
     std::uniform_real_distribution<double> u(0, 1);
-    for (auto& x : s) x = u(rng);
-    return s;
+    for (auto& x : v) x = u(rng);
+    return v;
   }
-  if (o.criterion == "bn" && e.bn) {
-    const Tensor& gamma = g.initializers.at(e.bn->inputs[1]);
-    for (int64_t i = 0; i < m; ++i) s[static_cast<size_t>(i)] = std::abs(gamma.value_as_double(i));
-    return s;
-  }
-  const float* p = w.data<float>();
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < per; ++j) {
-      const double v = p[i * per + j];
-      s[static_cast<size_t>(i)] += o.criterion == "l2" ? v * v : std::abs(v);
+  if (o.criterion == "bn" && !s.norms.empty()) {
+    for (const ir::Node* bn : s.norms) {
+      const Tensor& gamma = g.initializers.at(bn->inputs[1]);
+      for (int64_t i = 0; i < s.channels; ++i) v[static_cast<size_t>(i)] += std::abs(gamma.value_as_double(i));
     }
-  return s;
+    return v;
+  }
+  for (const ir::Node* p : s.producers) {
+    const Tensor& w = g.initializers.at(p->inputs[1]);
+    const int64_t per = w.numel() / s.channels;
+    const float* d = w.data<float>();
+    for (int64_t i = 0; i < s.channels; ++i)
+      for (int64_t j = 0; j < per; ++j) {
+        const double x = d[i * per + j];
+        v[static_cast<size_t>(i)] += o.criterion == "l2" ? x * x : std::abs(x);
+      }
+  }
+  return v;
 }
 
 void structured(ir::Graph& g, const PruneOptions& o, PruneReport& rep) {
   std::mt19937 rng(o.seed);
+  Spaces sp(g);
+  std::map<std::string, Spaces::Space> spaces = sp.gather();
+  std::map<std::string, int64_t> kept;  // space root -> channels kept
+  for (auto& [root, s] : spaces) {
+    if (s.producers.empty()) continue;
+    bool asked = o.only.empty();
+    for (const ir::Node* p : s.producers)
+      asked = asked || std::find(o.only.begin(), o.only.end(), p->name) != o.only.end();
+    if (!asked) continue;
+    for (const ir::Node* p : s.producers)
+      if (g.initializers.at(p->inputs[1]).shape()[0] != s.channels && s.blocked.empty())
+        s.blocked = "its producers disagree on the channel count";
+    const int64_t keep_n = std::max<int64_t>(1, std::llround(static_cast<double>(s.channels) * (1.0 - o.ratio)));
+    if (!s.blocked.empty() || keep_n >= s.channels) continue;
+    const std::vector<double> imp = importance(g, s, o, rng);
+    std::vector<int64_t> order(static_cast<size_t>(s.channels));
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t a, int64_t b) { return imp[static_cast<size_t>(a)] > imp[static_cast<size_t>(b)]; });
+    std::vector<int64_t> keep(order.begin(), order.begin() + keep_n);
+    std::sort(keep.begin(), keep.end());
+    for (auto& [name, axis] : s.slices) {
+      Tensor t = take(g.initializers.at(name), axis, keep);
+      g.types[name] = ir::TensorType::of(t.dtype(), t.shape());
+      g.initializers[name] = std::move(t);
+    }
+    for (ir::Node* d : s.depthwise) d->attrs["group"] = keep_n;
+    kept[root] = keep_n;
+  }
+  // One line per convolution that produces channels, in graph order.
   for (size_t idx : g.topo_order()) {
-    ir::Node& n = *g.nodes[idx];
-    if (n.op_type != "Conv" || !n.domain.empty() || n.attr_int("group", 1) != 1 || n.inputs.size() < 2 ||
-        !f32_initializer(g, n.inputs[1]))
+    const ir::Node& n = *g.nodes[idx];
+    if (n.op_type != "Conv" || n.outputs.empty()) continue;
+    const std::string root = sp.root_of(n.outputs[0]);
+    auto it = spaces.find(root);
+    if (it == spaces.end() || std::find(it->second.producers.begin(), it->second.producers.end(), &n) ==
+                                  it->second.producers.end())
       continue;
     if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), n.name) == o.only.end()) continue;
-    const Tensor& w = g.initializers.at(n.inputs[1]);
-    LayerPruning lp{n.name, n.op_type, w.shape()[0], w.shape()[0], ""};
-    Tracer tr(g);
-    Edits e;
-    if (tr.uses(n.inputs[1]) != 1) lp.kept_because = "its weights are shared";
-    if (lp.kept_because.empty() && n.has_input(2) && (!f32_initializer(g, n.inputs[2]) || tr.uses(n.inputs[2]) != 1))
-      lp.kept_because = "its bias is shared or not constant";
-    if (lp.kept_because.empty()) lp.kept_because = tr.trace(n.outputs[0], w.shape()[0], e, true);
-    const int64_t m = w.shape()[0];
-    const int64_t keep_n = std::max<int64_t>(1, std::llround(static_cast<double>(m) * (1.0 - o.ratio)));
-    if (lp.kept_because.empty() && keep_n < m) {
-      const std::vector<double> s = importance(g, w, e, o, rng);
-      std::vector<int64_t> order(static_cast<size_t>(m));
-      std::iota(order.begin(), order.end(), 0);
-      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return s[static_cast<size_t>(a)] > s[static_cast<size_t>(b)]; });
-      std::vector<int64_t> keep(order.begin(), order.begin() + keep_n);
-      std::sort(keep.begin(), keep.end());
-      e.slices.emplace_back(n.inputs[1], 0);
-      if (n.has_input(2)) e.slices.emplace_back(n.inputs[2], 0);
-      for (auto& [name, axis] : e.slices) {
-        Tensor t = take(g.initializers.at(name), axis, keep);
-        g.types[name] = ir::TensorType::of(t.dtype(), t.shape());
-        g.initializers[name] = std::move(t);
-      }
-      for (ir::Node* d : e.depthwise) d->attrs["group"] = keep_n;
-      lp.after = keep_n;
-    }
+    const Spaces::Space& s = it->second;
+    LayerPruning lp{n.name, n.op_type, s.channels, s.channels, s.blocked, static_cast<int>(s.producers.size())};
+    if (kept.count(root)) lp.after = kept[root];
     rep.layers.push_back(std::move(lp));
   }
 }
@@ -281,6 +376,7 @@ nlohmann::json PruneReport::to_json() const {
     j[options.structured ? "channels_before" : "nonzero_before"] = l.before;
     j[options.structured ? "channels_after" : "nonzero_after"] = l.after;
     if (!l.kept_because.empty()) j["kept_because"] = l.kept_because;
+    if (l.group > 1) j["group"] = l.group;
     ls.push_back(std::move(j));
   }
   return {{"ratio", options.ratio},
@@ -304,8 +400,9 @@ std::string PruneReport::table() const {
   for (const auto& l : layers) {
     s += fmt::format("{:<{}} {:<10} {:>10} {:>10}  ", l.node, w, l.op, l.before, l.after);
     if (options.structured)
-      s += l.kept_because.empty() ? fmt::format("{:.0f}% removed", 100.0 * (1 - double(l.after) / double(l.before)))
-                                  : "kept whole: " + l.kept_because;
+      s += (l.kept_because.empty() ? fmt::format("{:.0f}% removed", 100.0 * (1 - double(l.after) / double(l.before)))
+                                   : "kept whole: " + l.kept_because) +
+           (l.group > 1 ? fmt::format(" (a residual group of {} convs, pruned alike)", l.group) : "");
     else
       s += fmt::format("{:.1f}%", l.before ? 100.0 * (1 - double(l.after) / double(l.before)) : 0.0);
     s += "\n";

@@ -5,8 +5,9 @@
 // layers removed, with the removal carried through the layers that read them (BatchNorm
 // parameters, activations and pooling, depthwise convolutions and their groups, the next
 // convolution's input channels, a classifier behind global pooling and Flatten), so the model is
-// smaller and faster on dense kernels. A convolution whose output reaches anything else (a
-// residual Add, a Concat, a reshape, a graph output) keeps its channels, and the report says why.
+// smaller and faster on dense kernels. Convolutions whose outputs meet in residual Adds (and
+// other elementwise ops over N,C,H,W) lose the same channels. Channels that reach anything else
+// (a Concat, a reshape, a graph input or output) stay, and the report says why.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -30,6 +31,7 @@ struct LayerPruning {
   std::string node, op;
   int64_t before = 0, after = 0;  // structured: output channels; unstructured: nonzero weights
   std::string kept_because;       // structured: why the layer was left whole ("" pruned)
+  int group = 1;                  // structured: convs whose channels are tied (residual adds) and pruned alike
 };
 
 struct PruneReport {
