@@ -224,3 +224,21 @@ TEST(Cli, PruneWritesASmallerModelThatRuns) {
   EXPECT_NE(bad.out.find("ratio 1.5 must be in [0, 1)"), std::string::npos) << bad.out;
   EXPECT_FALSE(fs::exists(dir() / "bad.onnx"));
 }
+
+TEST(Cli, PruneThenFineTuneKeepsThePreprocessing) {
+  const std::string samples = std::string(JOULE_SOURCE_DIR) + "/models/fashion_cnn_sample.npy";
+  const std::string out = (dir() / "pruned_ft.onnx").string();
+  Result r = joule_cmd("prune default --ratio 0.3 --structured --format json -o " + out + " --finetune-data " + samples +
+                       " --finetune-epochs 1 --finetune-batch 8 --finetune-threads 1");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j.contains("finetune"));
+  EXPECT_EQ(j["finetune"]["epochs"].size(), 1u);
+  EXPECT_TRUE(fs::exists(dir() / "pruned_ft.json"));  // the bundled model's normalisation, beside it
+  Result e = joule_cmd("eval " + out + " --data " + samples);
+  EXPECT_EQ(e.code, 0) << e.out;
+  EXPECT_NE(e.out.find("(pruned_ft.json)"), std::string::npos) << e.out;  // the normalisation read from the copy
+  Result bad = joule_cmd("prune default --ratio 0.3 -o " + (dir() / "u.onnx").string() + " --finetune-data " + samples);
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find("needs --structured"), std::string::npos) << bad.out;
+}

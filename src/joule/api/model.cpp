@@ -104,6 +104,12 @@ void check_exportable(const Model& m, bool allow_joule_ops, const std::string& w
 void Model::save(const std::string& path, bool allow_joule_ops) const {
   check_exportable(*this, allow_joule_ops, path);
   onnx::save_model(graph(), path);
+  // The preprocessing travels with the model: its sidecar JSON beside the new file.
+  if (!sidecar_.empty()) {
+    const fs::path side = fs::path(path).replace_extension(".json");
+    std::error_code ec;
+    if (!fs::equivalent(side, sidecar_, ec)) write_file_atomic(side.string(), read_file(sidecar_));
+  }
 }
 
 std::string Model::to_bytes(bool allow_joule_ops) const {

@@ -50,7 +50,8 @@ class Model {
   // Nodes of joule's own domain (FakeQuant for formats ONNX cannot express).
   std::vector<std::string> joule_op_nodes() const;
 
-  // Writes ONNX. A model with joule-domain nodes is refused (BadInput listing them) unless
+  // Writes ONNX (and the model's preprocessing sidecar JSON, when it has one, beside it as
+  // PATH with .json). A model with joule-domain nodes is refused (BadInput listing them) unless
   // `allow_joule_ops`: only joule loads such a file.
   void save(const std::string& path, bool allow_joule_ops = false) const;
   std::string to_bytes(bool allow_joule_ops = false) const;

@@ -17,14 +17,23 @@ namespace joule::api {
 
 nlohmann::json PruneResult::to_json() const {
   nlohmann::json j = report.to_json();
-  j["model"] = model.path().empty() ? model.name() : model.path();
+  j["model"] = model.name();
+  if (!finetune.is_null()) j["finetune"] = finetune;
   return j;
 }
 
-PruneResult prune(const Model& m, const prune::PruneOptions& o) {
+PruneResult prune(const Model& m, const prune::PruneOptions& o, const TrainOptions* finetune, const Hooks& hooks) {
+  if (finetune && !o.structured)
+    fail("prune: fine-tuning needs --structured (unstructured zeros would grow back: masks during training are not "
+         "built yet)");
   ir::Graph g = m.graph();
-  PruneResult r{Model(), prune::prune_graph(g, o)};
-  r.model = Model(std::move(g), m.path(), m.name());
+  PruneResult r{Model(), prune::prune_graph(g, o), nullptr};
+  r.model = m.derived(std::move(g), m.name() + "_pruned");
+  if (finetune) {
+    TrainReport t = train(r.model, *finetune, hooks);
+    r.model = m.derived(ir::Graph(t.model.graph()), m.name() + "_pruned");
+    r.finetune = std::move(t.json);
+  }
   return r;
 }
 

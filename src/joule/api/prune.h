@@ -8,6 +8,7 @@
 #include "joule/api/data.h"
 #include "joule/api/hooks.h"
 #include "joule/api/model.h"
+#include "joule/api/train.h"
 #include "joule/prune/prune.h"
 
 namespace joule::api {
@@ -15,10 +16,14 @@ namespace joule::api {
 struct PruneResult {
   Model model;
   prune::PruneReport report;
+  nlohmann::json finetune;         // the training report when fine-tuned (else null)
   nlohmann::json to_json() const;  // what `joule prune --format json` prints (but "output")
 };
 
-PruneResult prune(const Model& m, const prune::PruneOptions& o);
+// Prunes, then (finetune given) trains the pruned model (api::train). Structured pruning only:
+// unstructured zeros would grow back without masks kept during training (not built yet).
+PruneResult prune(const Model& m, const prune::PruneOptions& o, const TrainOptions* finetune = nullptr,
+                  const Hooks& hooks = {});
 
 // Pruning sensitivity: each prunable layer pruned alone at each ratio, the model's first output
 // compared with the unpruned model's (SQNR, cosine) over samples, and top-1 with labels.

@@ -13,6 +13,8 @@ Action add_prune(CLI::App& app) {
     prune::PruneOptions opt;
     bool sensitivity = false;
     api::PruneSensitivityOptions sens;
+    std::string ft_data, ft_val;
+    api::TrainOptions ft;
   };
   auto a = std::make_shared<Args>();
   add_model_arg(app, a->model);
@@ -32,6 +34,14 @@ Action add_prune(CLI::App& app) {
   app.add_option("--samples", a->sens.samples, "--sensitivity: samples compared over")->capture_default_str();
   app.add_option("--out-dir", a->out_dir, "--sensitivity: write prune_sensitivity.json, .csv, .svg here");
   add_data_options(app, a->sens.preprocess);
+  app.add_option("--finetune-data", a->ft_data,
+                 "fine-tune the pruned model on this labelled data (structured; for every training option, "
+                 "joule train on the output)");
+  app.add_option("--finetune-val", a->ft_val, "labelled data evaluated after each fine-tuning epoch");
+  app.add_option("--finetune-epochs", a->ft.epochs, "fine-tuning epochs")->capture_default_str();
+  app.add_option("--finetune-lr", a->ft.optimizer.lr, "fine-tuning learning rate (AdamW)")->capture_default_str();
+  app.add_option("--finetune-batch", a->ft.batch, "fine-tuning batch size")->capture_default_str();
+  app.add_option("--finetune-threads", a->ft.threads, "fine-tuning threads (0: every core)")->capture_default_str();
   app.add_option("--format", a->format, "table or json")->check(CLI::IsMember({"table", "json"}));
   add_store_option(app, a->store);
   return [a] {
@@ -55,7 +65,14 @@ Action add_prune(CLI::App& app) {
       return 0;
     }
     if (a->out.empty()) fail("prune: -o OUT.onnx is required (or --sensitivity)");
-    const api::PruneResult r = api::prune(m, a->opt);
+    const bool finetune = !a->ft_data.empty();
+    if (finetune) {
+      a->ft.data = api::DataSource::from_spec(a->ft_data);
+      if (!a->ft_val.empty()) a->ft.val = api::DataSource::from_spec(a->ft_val);
+      a->ft.optimizer.name = "adamw";
+    }
+    const api::PruneResult r = api::prune(m, a->opt, finetune ? &a->ft : nullptr, terminal_hooks());
+    end_status();
     r.model.save(a->out);
     nlohmann::json j = r.to_json();
     j["output"] = a->out;
@@ -65,7 +82,12 @@ Action add_prune(CLI::App& app) {
       return 0;
     }
     fmt::print("{}", r.report.table());
-    fmt::print("wrote {} (fine-tuning after pruning: joule train; not part of this command yet)\n", a->out);
+    if (finetune && r.finetune.contains("epochs") && !r.finetune["epochs"].empty()) {
+      const auto& e = r.finetune["epochs"].back();
+      fmt::print("fine-tuned {} epoch(s): loss {}{}\n", r.finetune["epochs"].size(), e.value("loss", nlohmann::json()).dump(),
+                 e.contains("val_top1") ? fmt::format(", validation top-1 {:.2f}%", 100 * e["val_top1"].get<double>()) : "");
+    }
+    fmt::print("wrote {}\n", a->out);
     return 0;
   };
 }
