@@ -31,7 +31,7 @@ __all__ = [
     "ProfileResult", "QuantizeResult", "DerivedModel", "Result", "SensitivityResult", "Session", "TrainResult",
     "Unsupported", "agreement", "automp", "bench", "compare", "draw_graph", "energy_probe", "evaluate", "finetune", "gradients",
     "info", "load", "OpdbResult", "ExperimentResult", "experiment_run", "experiment_status", "runs", "run_record",
-    "report", "opdb_add", "opdb_sweep", "predict", "PredictResult", "profile", "qat", "quant_plan", "quantize", "sensitivity", "train", "training_graph",
+    "report", "prune", "prune_sensitivity", "opdb_add", "opdb_sweep", "predict", "PredictResult", "profile", "qat", "quant_plan", "quantize", "sensitivity", "train", "training_graph",
     "__version__",
 ]
 
@@ -609,3 +609,24 @@ def report(out: Union[str, "os.PathLike[str]"], *, store: Optional[str] = None, 
            run_dirs: Optional[Sequence[str]] = None, title: Optional[str] = None) -> str:
     """Writes the HTML report (as `joule report`) of a store's runs (or an experiment's) or of run folders."""
     return _joule.report(os.fspath(out), store or "", experiment or "", list(run_dirs or []), title or "")
+
+
+def prune(model: Model, ratio: float, *, structured: bool = False, criterion: Optional[str] = None,
+          scope: Optional[str] = None, seed: Optional[int] = None) -> DerivedModel:
+    """The pruned model (as `joule prune`): unstructured (the smallest weights zeroed, per layer or
+    scope="global") or structured (whole conv output channels removed through the graph: smaller and
+    faster). .report: per-layer channels or nonzeros, parameters and FLOPs before and after."""
+    return _joule.prune(model, **_options(ratio=ratio, structured=structured, criterion=criterion, scope=scope,
+                                          seed=seed))
+
+
+def prune_sensitivity(model: Model, *, ratios: Optional[Sequence[float]] = None, structured: Optional[bool] = None,
+                      criterion: Optional[str] = None, data: Optional[Data] = None, samples: Optional[int] = None,
+                      threads: Optional[int] = None, out_dir: Optional[str] = None,
+                      progress: Optional[ProgressFn] = None) -> Result:
+    """Each prunable layer pruned alone at each ratio: the model's output SQNR against the unpruned
+    model (and top-1 with labelled data), as `joule prune --sensitivity`."""
+    return Result(_joule.prune_sensitivity(model, **_options(
+        ratios=list(ratios) if ratios is not None else None, structured=structured, criterion=criterion,
+        data=data, samples=samples, threads=threads, out_dir=out_dir,
+        progress=progress)))

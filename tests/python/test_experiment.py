@@ -57,3 +57,17 @@ def test_experiment_errors_are_bad_input(tmp_path):
         joule.report(tmp_path / "x.html")
     with pytest.raises(TypeError, match="jobs"):
         joule.experiment_run(write_experiment(tmp_path), jobs=2)
+
+
+def test_prune_and_its_sensitivity(model):
+    from conftest import SAMPLES
+    p = joule.prune(model, 0.5, structured=True)
+    assert p.report["params_after"] < 0.6 * p.report["params_before"]
+    s = joule.Session(p, threads=1)  # the pruned model runs
+    assert s.run(__import__("numpy").load(SAMPLES)[:1])["logits"].shape == (1, 10)
+    u = joule.prune(model, 0.5, scope="global")
+    assert u.report["nonzero_after"] < 0.6 * u.report["nonzero_before"]
+    sens = joule.prune_sensitivity(model, ratios=[0.5], data=str(SAMPLES), samples=8)
+    assert len(sens["layers"]) == 5 and "top1" in sens["layers"][0]["ratios"]["0.5"]  # every conv (a group pruned alike)
+    with pytest.raises(joule.BadInput, match="ratio"):
+        joule.prune(model, 1.5)

@@ -25,8 +25,9 @@ struct PruneResult {
 PruneResult prune(const Model& m, const prune::PruneOptions& o, const TrainOptions* finetune = nullptr,
                   const Hooks& hooks = {});
 
-// Pruning sensitivity: each prunable layer pruned alone at each ratio, the model's first output
-// compared with the unpruned model's (SQNR, cosine) over samples, and top-1 with labels.
+// Pruning sensitivity: each prunable layer pruned alone at each ratio (a conv of a residual group
+// with its whole group), the model's first output compared with the unpruned model's (SQNR,
+// cosine) over samples, and top-1 with labels.
 struct PruneSensitivityOptions {
   std::vector<double> ratios = {0.25, 0.5, 0.75};
   bool structured = true;

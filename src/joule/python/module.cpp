@@ -18,6 +18,7 @@
 #include "joule/api/info.h"
 #include "joule/api/opdb.h"
 #include "joule/api/profile.h"
+#include "joule/api/prune.h"
 #include "joule/api/quantize.h"
 #include "joule/api/run.h"
 #include "joule/api/train.h"
@@ -422,6 +423,33 @@ PYBIND11_MODULE(_joule, m) {
     api::QuantizeResult r = without_gil(progress, [&](const api::Hooks& h) { return api::quantize(model, o, h); });
     DerivedModel q{r.model, dump(r.to_json())};
     return q;
+  }, py::arg("model"));
+
+  m.def("prune", [](const api::Model& model, py::kwargs kw) {
+    Kwargs k("prune", kw);
+    prune::PruneOptions o;
+    k.get("ratio", o.ratio);
+    k.get("structured", o.structured);
+    k.get("criterion", o.criterion);
+    k.get("scope", o.scope);
+    k.get("seed", o.seed);
+    k.finish();
+    api::PruneResult r = without_gil(py::none(), [&](const api::Hooks& h) { return api::prune(model, o, nullptr, h); });
+    return DerivedModel{r.model, dump(r.to_json())};
+  }, py::arg("model"));
+  m.def("prune_sensitivity", [](const api::Model& model, py::kwargs kw) {
+    Kwargs k("prune_sensitivity", kw);
+    api::PruneSensitivityOptions o;
+    k.get("ratios", o.ratios);
+    k.get("structured", o.structured);
+    k.get("criterion", o.criterion);
+    if (py::object d = k.take("data"); !d.is_none()) o.data = to_data(d, "data");
+    k.get("samples", o.samples);
+    k.get("threads", o.threads);
+    k.get("out_dir", o.out_dir);
+    py::object progress = k.take("progress");
+    k.finish();
+    return dump(without_gil(progress, [&](const api::Hooks& h) { return api::prune_sensitivity(model, o, h); }).to_json());
   }, py::arg("model"));
 
   m.def("quant_plan", [](const api::Model& model, py::kwargs kw) {
