@@ -154,6 +154,7 @@ void run_slurm(const ExperimentSpec& spec, const ExperimentOptions& o, std::vect
     const std::string script = (logs / ("submit_" + std::to_string(attempt) + ".sh")).string();
     write_file_atomic(script, s);
     int rc = 0;
+    const std::string submitted = now_iso8601();  // rows started before this are an earlier run's
     std::string job = capture("sbatch --parsable " + quote(script), rc);
     if (rc != 0) fail("sbatch refused the job array (" + script + "): " + job);
     job = job.substr(0, job.find(';'));
@@ -183,7 +184,7 @@ void run_slurm(const ExperimentSpec& spec, const ExperimentOptions& o, std::vect
     for (const Point* p : todo) {
       auto it = rows.find(p->key);
       if (it != rows.end() && (it->second.status == "done" || it->second.status == "failed") &&
-          it->second.config_hash == p->config_hash() && it->second.attempts > 0 && !it->second.finished.empty())
+          it->second.config_hash == p->config_hash() && it->second.started >= submitted && !it->second.finished.empty())
         count(it->second);
       else
         lost.push_back(p);

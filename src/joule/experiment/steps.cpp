@@ -112,14 +112,20 @@ class Params {
   std::set<std::string> known_;
 };
 
-void read_prepare(Params& p, api::PrepareOptions& o, int default_threads) {
-  o.threads = p.integer("threads", default_threads);
+// How a model is compiled: the fields PrepareOptions and ProfileOptions share.
+template <class O>
+void read_how(Params& p, O& o) {
   o.passes = p.str("passes", o.passes);
   o.int8 = p.str("int8", o.int8);
   o.precision = p.str("precision", o.precision);
   o.bf16_min_sqnr_db = p.number("bf16_min_sqnr", o.bf16_min_sqnr_db);
   o.algo.rules = p.strings("algo");
   o.algo.file = p.path("algo_file");
+}
+
+void read_prepare(Params& p, api::PrepareOptions& o, int default_threads) {
+  o.threads = p.integer("threads", default_threads);
+  read_how(p, o);
 }
 
 void read_preprocess(Params& p, api::DataOptions& o) {
@@ -215,12 +221,7 @@ nlohmann::json step_profile(const Step& s, StepContext& c, Params& p) {
   o.energy = p.str("energy", o.energy);
   o.energy_profile = p.path("energy_profile");
   o.layer_energy = p.flag("layer_energy", o.layer_energy);
-  o.passes = p.str("passes", o.passes);
-  o.int8 = p.str("int8", o.int8);
-  o.precision = p.str("precision", o.precision);
-  o.bf16_min_sqnr_db = p.number("bf16_min_sqnr", o.bf16_min_sqnr_db);
-  o.algo.rules = p.strings("algo");
-  o.algo.file = p.path("algo_file");
+  read_how(p, o);
   o.inputs = read_inputs(p, c.model);
   p.done();
   o.out_dir = step_dir(c, s);
