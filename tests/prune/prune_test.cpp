@@ -236,3 +236,32 @@ TEST(Prune, SensitivityPrunesOneLayerAtATime) {
   EXPECT_NE(r.svg.find("conv2"), std::string::npos);
   EXPECT_NE(r.table.find("SQNR@0.5"), std::string::npos);
 }
+
+TEST(Prune, ConfigRulesSetPerLayerRatiosAndSkips) {
+  const ir::Graph g = chain();
+  const prune::PruneConfig c = prune::PruneConfig::parse(R"(
+default: {ratio: 0.5, structured: true}
+rules:
+  - match: {name: conv1}
+    ratio: 0.25
+  - match: {regex: "^conv2$"}
+    skip: true
+)", "test.yaml");
+  ir::Graph p = g;
+  const prune::PruneReport rep = prune::prune_graph(p, c.resolve(g));
+  ASSERT_EQ(rep.layers.size(), 2u);
+  EXPECT_EQ(rep.layers[0].after, 6);  // conv1: 8 * (1 - 0.25)
+  EXPECT_EQ(rep.layers[1].after, 6);  // conv2 skipped: all 6
+  auto error = [&](const std::string& yaml) {
+    try {
+      prune::PruneConfig::parse(yaml, "bad.yaml").resolve(g);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error("rules:\n  - match: {name: nope}\n    ratio: 0.5\n").find("matches no node"), std::string::npos);
+  EXPECT_NE(error("rules:\n  - match: {type: Conv}\n    ratio: 1.5\n").find("must be in [0, 1)"), std::string::npos);
+  EXPECT_NE(error("rules:\n  - match: {type: Conv}\n").find("give a ratio or skip"), std::string::npos);
+  EXPECT_NE(error("defaults: {ratio: 0.5}\n").find("unknown key 'defaults'"), std::string::npos);
+}

@@ -9,7 +9,7 @@ namespace joule::cli {
 
 Action add_prune(CLI::App& app) {
   struct Args {
-    std::string model, out, format = "table", store, data, out_dir;
+    std::string model, out, format = "table", store, data, out_dir, config;
     prune::PruneOptions opt;
     bool sensitivity = false;
     api::PruneSensitivityOptions sens;
@@ -18,7 +18,11 @@ Action add_prune(CLI::App& app) {
   };
   auto a = std::make_shared<Args>();
   add_model_arg(app, a->model);
-  app.add_option("--ratio", a->opt.ratio, "share removed: of each layer's weights, or (--structured) output channels");
+  auto* ratio = app.add_option("--ratio", a->opt.ratio,
+                               "share removed: of each layer's weights, or (--structured) output channels");
+  app.add_option("--config", a->config,
+                 "pruning config YAML (default: ratio, structured, criterion...; rules by type/name/regex with their "
+                 "ratio or skip), instead of the flags");
   app.add_flag("--structured", a->opt.structured,
                "remove whole output channels of convolutions, carried through the layers that read them");
   app.add_option("--criterion", a->opt.criterion, "l1, l2, bn (|BatchNorm scale|, structured) or random")
@@ -44,8 +48,9 @@ Action add_prune(CLI::App& app) {
   app.add_option("--finetune-threads", a->ft.threads, "fine-tuning threads (0: every core)")->capture_default_str();
   app.add_option("--format", a->format, "table or json")->check(CLI::IsMember({"table", "json"}));
   add_store_option(app, a->store);
-  return [a] {
+  return [a, ratio] {
     const api::Model m = api::Model::load(a->model);
+    if (!a->config.empty()) a->opt = prune::PruneConfig::load(a->config).resolve(m.graph());
     if (a->sensitivity) {
       a->sens.structured = a->opt.structured;
       a->sens.criterion = a->opt.criterion;
@@ -65,6 +70,7 @@ Action add_prune(CLI::App& app) {
       return 0;
     }
     if (a->out.empty()) fail("prune: -o OUT.onnx is required (or --sensitivity)");
+    if (a->config.empty() && ratio->count() == 0) fail("prune: give --ratio R or --config P.yaml");
     const bool finetune = !a->ft_data.empty();
     if (finetune) {
       a->ft.data = api::DataSource::from_spec(a->ft_data);

@@ -1,16 +1,18 @@
 #include "joule/prune/prune.h"
 
 #include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <random>
-#include <map>
 #include <set>
 #include <unordered_set>
 
 #include "joule/core/error.h"
+#include "joule/core/file_util.h"
 #include "joule/passes/infer_shapes.h"
 #include "joule/passes/model_info.h"
 
@@ -280,7 +282,9 @@ void structured(ir::Graph& g, const PruneOptions& o, PruneReport& rep) {
     for (const ir::Node* p : s.producers)
       if (g.initializers.at(p->inputs[1]).shape()[0] != s.channels && s.blocked.empty())
         s.blocked = "its producers disagree on the channel count";
-    const int64_t keep_n = std::max<int64_t>(1, std::llround(static_cast<double>(s.channels) * (1.0 - o.ratio)));
+    double ratio = 1;
+    for (const ir::Node* p : s.producers) ratio = std::min(ratio, o.ratio_of(p->name));
+    const int64_t keep_n = std::max<int64_t>(1, std::llround(static_cast<double>(s.channels) * (1.0 - ratio)));
     if (!s.blocked.empty() || keep_n >= s.channels) continue;
     const std::vector<double> imp = importance(g, s, o, rng);
     std::vector<int64_t> order(static_cast<size_t>(s.channels));
@@ -348,7 +352,7 @@ void unstructured(ir::Graph& g, const PruneOptions& o, PruneReport& rep) {
     float* p = t.data<float>();
     LayerPruning lp{n->name, n->op_type, count_nz(t), 0, ""};
     const int64_t total = t.numel();
-    const int64_t k = static_cast<int64_t>(std::floor(o.ratio * static_cast<double>(total)));
+    const int64_t k = static_cast<int64_t>(std::floor(o.ratio_of(n->name) * static_cast<double>(total)));
     std::vector<int64_t> idx(static_cast<size_t>(total));
     std::iota(idx.begin(), idx.end(), 0);
     if (o.criterion == "random") {
@@ -411,6 +415,107 @@ std::string PruneReport::table() const {
                    params_after, 100.0 * double(params_after) / double(std::max<int64_t>(1, params_before)), nonzero_before,
                    nonzero_after, flops_before, flops_after, 100.0 * flops_after / std::max(1.0, flops_before));
   return s;
+}
+
+double PruneOptions::ratio_of(const std::string& node) const {
+  auto it = node_ratio.find(node);
+  return it == node_ratio.end() ? ratio : it->second;
+}
+
+namespace {
+double checked_ratio(const YAML::Node& v, const std::string& where) {
+  double r = 0;
+  try {
+    r = v.as<double>();
+  } catch (const YAML::Exception&) {
+    fail(where + ": ratio must be a number in [0, 1)");
+  }
+  if (!(r >= 0 && r < 1)) fail(fmt::format("{}: ratio {} must be in [0, 1)", where, r));
+  return r;
+}
+}  // namespace
+
+PruneConfig PruneConfig::parse(const std::string& text, const std::string& source) {
+  PruneConfig c;
+  c.source = source;
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    fail(source + ": not valid YAML: " + e.what());
+  }
+  if (!root.IsMap()) fail(source + ": a pruning config is a map (default, rules)");
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    const std::string k = it->first.as<std::string>();
+    const std::string where = fmt::format("{}: line {}", source, it->first.Mark().line + 1);
+    if (k == "default") {
+      if (!it->second.IsMap()) fail(where + ": default must be a map");
+      for (auto f = it->second.begin(); f != it->second.end(); ++f) {
+        const std::string fk = f->first.as<std::string>();
+        const std::string fw = fmt::format("{}: line {}: default.{}", source, f->first.Mark().line + 1, fk);
+        try {
+          if (fk == "ratio") c.defaults.ratio = checked_ratio(f->second, fw);
+          else if (fk == "structured") c.defaults.structured = f->second.as<bool>();
+          else if (fk == "criterion") c.defaults.criterion = f->second.as<std::string>();
+          else if (fk == "scope") c.defaults.scope = f->second.as<std::string>();
+          else if (fk == "seed") c.defaults.seed = f->second.as<uint32_t>();
+          else fail(fw + ": unknown key (ratio, structured, criterion, scope, seed)");
+        } catch (const YAML::Exception&) {
+          fail(fw + ": bad value");
+        }
+      }
+    } else if (k == "rules") {
+      if (!it->second.IsSequence()) fail(where + ": rules must be a list");
+      for (const auto& e : it->second) {
+        Rule r;
+        r.line = e.Mark().line + 1;
+        const std::string rw = fmt::format("{}: rule at line {}", source, r.line);
+        if (!e.IsMap()) fail(rw + ": expected a mapping with 'match'");
+        for (auto f = e.begin(); f != e.end(); ++f) {
+          const std::string fk = f->first.as<std::string>();
+          if (fk == "match") {
+            if (!f->second.IsMap()) fail(rw + ": match: expected {type: ..., name: ..., regex: ...}");
+            for (auto m = f->second.begin(); m != f->second.end(); ++m)
+              r.match.set(m->first.as<std::string>(), m->second.as<std::string>(), rw);
+          } else if (fk == "ratio") {
+            r.ratio = checked_ratio(f->second, rw);
+          } else if (fk == "skip") {
+            r.skip = f->second.as<bool>();
+          } else {
+            fail(rw + ": unknown key '" + fk + "' (match, ratio, skip)");
+          }
+        }
+        if (r.match.empty()) fail(rw + ": needs a match with type, name or regex");
+        if (!r.ratio && !r.skip) fail(rw + ": give a ratio or skip: true");
+        c.rules.push_back(std::move(r));
+      }
+    } else {
+      fail(where + ": unknown key '" + k + "' (default, rules)");
+    }
+  }
+  return c;
+}
+
+PruneConfig PruneConfig::load(const std::string& path) {
+  if (!path.empty() && (path[0] == '{' || path.find('\n') != std::string::npos)) return parse(path, "inline config");
+  return parse(read_file(path), path);
+}
+
+PruneOptions PruneConfig::resolve(const ir::Graph& g) const {
+  PruneOptions o = defaults;
+  for (const Rule& r : rules) {
+    size_t hit = 0;
+    for (const auto& n : g.nodes)
+      if (r.match.matches(*n)) {
+        ++hit;
+        o.node_ratio[n->name] = r.skip ? 0.0 : *r.ratio;
+      }
+    if (hit == 0)
+      fail(fmt::format("{}: rule at line {} ({}) matches no node of the model", source, r.line, r.match.describe()));
+  }
+  if (!o.node_ratio.empty() && !o.structured && o.scope == "global")
+    fail(source + ": per-layer rules and scope global contradict (global prunes under one threshold)");
+  return o;
 }
 
 PruneReport prune_graph(ir::Graph& g, const PruneOptions& o) {

@@ -9,12 +9,15 @@
 // other elementwise ops over N,C,H,W) lose the same channels. Channels that reach anything else
 // (a Concat, a reshape, a graph input or output) stay, and the report says why.
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "joule/ir/graph.h"
+#include "joule/quant/config.h"
 
 namespace joule::prune {
 
@@ -25,6 +28,35 @@ struct PruneOptions {
   std::string scope = "local";   // local | global (unstructured: one threshold for all layers)
   uint32_t seed = 0;             // criterion random
   std::vector<std::string> only; // prune only these nodes (by name); empty: every layer
+  // Per-node ratios overriding `ratio` (a pruning config's rules; 0: left whole). Structured: a
+  // residual group takes the smallest ratio of its convs.
+  std::map<std::string, double> node_ratio;
+  double ratio_of(const std::string& node) const;
+};
+
+// A pruning config (YAML), in the quantization config's rule syntax:
+//   default: {ratio: 0.3, structured: true, criterion: l1}   # scope, seed too
+//   rules:
+//     - match: {type: Conv}             # type, name, regex (see docs/quantization.md)
+//       ratio: 0.5
+//     - match: {regex: "layer4\\."}
+//       skip: true                       # left whole
+// Later rules override earlier ones. BadInput naming the line for unknown keys and bad values.
+struct PruneConfig {
+  PruneOptions defaults;
+  struct Rule {
+    quant::NodeMatch match;
+    std::optional<double> ratio;
+    bool skip = false;
+    int line = 0;
+  };
+  std::vector<Rule> rules;
+  std::string source;
+  static PruneConfig parse(const std::string& yaml, const std::string& source);
+  static PruneConfig load(const std::string& path);  // a file, or YAML text (starts with '{' or has a newline)
+  // The options for `g`: the defaults with node_ratio filled by the rules (BadInput naming a rule
+  // that matches no node).
+  PruneOptions resolve(const ir::Graph& g) const;
 };
 
 struct LayerPruning {

@@ -194,13 +194,40 @@ int weight_axis(const ir::Graph& g, const ir::Node& n) {
   return 0;  // Conv, FusedConv: [M, C/g, kH, kW]
 }
 
-bool matches(const Rule& r, const ir::Node& n) {
-  // FusedConv is a Conv to the user: it is what fuse_conv made of one.
-  const bool type_ok = r.type.empty() || r.type == n.op_type || (r.type == "Conv" && n.op_type == "FusedConv");
-  return type_ok && (r.name.empty() || r.name == n.name) && (r.regex.empty() || std::regex_search(n.name, r.re));
-}
+bool matches(const Rule& r, const ir::Node& n) { return r.matches(n); }
 
 }  // namespace
+
+bool NodeMatch::matches(const ir::Node& n) const {
+  // FusedConv is a Conv to the user: it is what fuse_conv made of one.
+  const bool type_ok = type.empty() || type == n.op_type || (type == "Conv" && n.op_type == "FusedConv");
+  return type_ok && (name.empty() || name == n.name) && (regex.empty() || std::regex_search(n.name, re));
+}
+
+std::string NodeMatch::describe() const {
+  std::string m;
+  if (!type.empty()) m += "type=" + type;
+  if (!name.empty()) m += std::string(m.empty() ? "" : ",") + "name=" + name;
+  if (!regex.empty()) m += std::string(m.empty() ? "" : ",") + "regex=" + regex;
+  return m;
+}
+
+void NodeMatch::set(const std::string& key, const std::string& value, const std::string& where) {
+  if (key == "type") {
+    type = value;
+  } else if (key == "name") {
+    name = value;
+  } else if (key == "regex") {
+    regex = value;
+    try {
+      re = std::regex(value);
+    } catch (const std::regex_error& ex) {
+      fail(where + ": regex '" + value + "' is invalid: " + ex.what());
+    }
+  } else {
+    fail(where + ": match: unknown key '" + key + "' (type, name, regex)");
+  }
+}
 
 std::string TensorSpec::describe() const {
   std::string s = format.describe();
@@ -217,13 +244,7 @@ nlohmann::json TensorSpec::to_json() const {
   return j;
 }
 
-std::string Rule::describe() const {
-  std::string m;
-  if (!type.empty()) m += "type=" + type;
-  if (!name.empty()) m += std::string(m.empty() ? "" : ",") + "name=" + name;
-  if (!regex.empty()) m += std::string(m.empty() ? "" : ",") + "regex=" + regex;
-  return "rule at line " + std::to_string(line) + " (" + m + ")";
-}
+std::string Rule::describe() const { return "rule at line " + std::to_string(line) + " (" + NodeMatch::describe() + ")"; }
 
 nlohmann::json NodeChoice::to_json() const {
   nlohmann::json j = nlohmann::json::object();
@@ -272,29 +293,15 @@ QuantConfig QuantConfig::parse(const std::string& text, const std::string& sourc
           const std::string fk = f->first.as<std::string>();
           if (fk == "match") {
             if (!f->second.IsMap()) fail(rw + ": match: expected {type: ..., name: ..., regex: ...}");
-            for (auto m = f->second.begin(); m != f->second.end(); ++m) {
-              const std::string mk = m->first.as<std::string>();
-              const std::string mv = m->second.as<std::string>();
-              if (mk == "type") r.type = mv;
-              else if (mk == "name") r.name = mv;
-              else if (mk == "regex") {
-                r.regex = mv;
-                try {
-                  r.re = std::regex(mv);
-                } catch (const std::regex_error& ex) {
-                  fail(rw + ": regex '" + mv + "' is invalid: " + ex.what());
-                }
-              } else {
-                fail(rw + ": match: unknown key '" + mk + "' (type, name, regex)");
-              }
-            }
+            for (auto m = f->second.begin(); m != f->second.end(); ++m)
+              r.set(m->first.as<std::string>(), m->second.as<std::string>(), rw);
           } else if (fk == "skip") {
             r.skip = to_bool(f->second.as<std::string>(), rw + ": skip");
           } else if (!read_roles(fk, f->second, r.roles, source)) {
             fail(rw + ": unknown key '" + fk + "' (match, skip, input, weight, bias, output)");
           }
         }
-        if (r.type.empty() && r.name.empty() && r.regex.empty()) fail(rw + ": needs a match with type, name or regex");
+        if (r.empty()) fail(rw + ": needs a match with type, name or regex");
         c.rules.push_back(std::move(r));
       }
     } else {

@@ -34,9 +34,21 @@ struct RoleText {
   int line = 0;
 };
 
-struct Rule {
+// A rule's `match`: op `type` (Conv also matches joule's FusedConv), exact node `name`, `regex`
+// searched in the node name; every field given must match. Shared by the quantization and the
+// pruning configs.
+struct NodeMatch {
   std::string type, name, regex;  // empty: not part of the match
   std::regex re;
+  bool empty() const { return type.empty() && name.empty() && regex.empty(); }
+  bool matches(const ir::Node& n) const;
+  std::string describe() const;  // "type=Gemm,regex=layer4"
+  // Sets a field from `key: value` of a match map; BadInput (prefixed `where`) for an unknown
+  // key or an invalid regex.
+  void set(const std::string& key, const std::string& value, const std::string& where);
+};
+
+struct Rule : NodeMatch {
   bool skip = false;               // leave matched nodes in float32
   std::optional<RoleText> roles[4];  // by Role
   int line = 0;
