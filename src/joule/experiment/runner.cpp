@@ -91,9 +91,7 @@ nlohmann::json input_checksums(const Point& p, const std::string& model_path) {
 // recorded as failed with `why`.
 RunRow record_lost(ResultsStore& store, const ExperimentSpec& spec, const Point& p, const std::string& root,
                    const std::string& why) {
-  RunRow r;
-  for (RunRow& x : store.runs({spec.name, "", "", false, false}))
-    if (x.point == p.key) r = std::move(x);
+  RunRow r = store.find(spec.name, p.key).value_or(RunRow{});
   r.experiment = spec.name;
   r.point = p.key;
   r.config_hash = p.config_hash();
@@ -356,9 +354,7 @@ ExperimentReport run_experiment(const ExperimentSpec& spec, const ExperimentOpti
     if (it == active.end()) return true;
     const Point* p = it->second;
     active.erase(it);
-    std::optional<RunRow> row;
-    for (RunRow& r : store.runs({spec.name, "", "", false, false}))
-      if (r.point == p->key) row = std::move(r);
+    const std::optional<RunRow> row = store.find(spec.name, p->key);
     if (row && (row->status == "done" || row->status == "failed") && WIFEXITED(st) && WEXITSTATUS(st) != 130) {
       count(*row);
     } else {

@@ -265,6 +265,11 @@ std::optional<RunRow> ResultsStore::run(int64_t id, bool with_layers) const {
   return r;
 }
 
+std::optional<RunRow> ResultsStore::find(const std::string& experiment, const std::string& point) const {
+  const auto rows = db_->query("SELECT id FROM runs WHERE experiment=?1 AND point=?2", {experiment, point});
+  return rows.empty() ? std::nullopt : run(rows[0].integer(0), false);
+}
+
 std::map<std::string, std::pair<std::string, std::string>> ResultsStore::statuses(const std::string& experiment) const {
   std::map<std::string, std::pair<std::string, std::string>> out;
   for (const SqlRow& s : db_->query("SELECT point, status, config_hash FROM runs WHERE experiment=?1", {experiment}))

@@ -84,6 +84,7 @@ class ResultsStore {
   std::vector<RunRow> runs(const RunFilter& f = {}) const;
   size_t count(const RunFilter& f = {}) const;  // how many runs() would return
   std::optional<RunRow> run(int64_t id, bool with_layers = true) const;
+  std::optional<RunRow> find(const std::string& experiment, const std::string& point) const;  // without layers
   // point -> {status, config_hash} of an experiment's rows.
   std::map<std::string, std::pair<std::string, std::string>> statuses(const std::string& experiment) const;
 

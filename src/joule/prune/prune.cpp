@@ -474,9 +474,7 @@ PruneConfig PruneConfig::parse(const std::string& text, const std::string& sourc
         for (auto f = e.begin(); f != e.end(); ++f) {
           const std::string fk = f->first.as<std::string>();
           if (fk == "match") {
-            if (!f->second.IsMap()) fail(rw + ": match: expected {type: ..., name: ..., regex: ...}");
-            for (auto m = f->second.begin(); m != f->second.end(); ++m)
-              r.match.set(m->first.as<std::string>(), m->second.as<std::string>(), rw);
+            r.match.read(f->second, rw);
           } else if (fk == "ratio") {
             r.ratio = checked_ratio(f->second, rw);
           } else if (fk == "skip") {

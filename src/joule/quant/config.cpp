@@ -212,6 +212,11 @@ std::string NodeMatch::describe() const {
   return m;
 }
 
+void NodeMatch::read(const YAML::Node& match, const std::string& where) {
+  if (!match.IsMap()) fail(where + ": match: expected {type: ..., name: ..., regex: ...}");
+  for (auto m = match.begin(); m != match.end(); ++m) set(m->first.as<std::string>(), m->second.as<std::string>(), where);
+}
+
 void NodeMatch::set(const std::string& key, const std::string& value, const std::string& where) {
   if (key == "type") {
     type = value;
@@ -292,9 +297,7 @@ QuantConfig QuantConfig::parse(const std::string& text, const std::string& sourc
         for (auto f = e.begin(); f != e.end(); ++f) {
           const std::string fk = f->first.as<std::string>();
           if (fk == "match") {
-            if (!f->second.IsMap()) fail(rw + ": match: expected {type: ..., name: ..., regex: ...}");
-            for (auto m = f->second.begin(); m != f->second.end(); ++m)
-              r.set(m->first.as<std::string>(), m->second.as<std::string>(), rw);
+            r.read(f->second, rw);
           } else if (fk == "skip") {
             r.skip = to_bool(f->second.as<std::string>(), rw + ": skip");
           } else if (!read_roles(fk, f->second, r.roles, source)) {

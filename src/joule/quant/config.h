@@ -12,6 +12,10 @@
 #include "joule/quant/calibrator.h"
 #include "joule/quant/format.h"
 
+namespace YAML {
+class Node;
+}
+
 namespace joule::quant {
 
 enum class Role { Input, Weight, Bias, Output };
@@ -46,6 +50,8 @@ struct NodeMatch {
   // Sets a field from `key: value` of a match map; BadInput (prefixed `where`) for an unknown
   // key or an invalid regex.
   void set(const std::string& key, const std::string& value, const std::string& where);
+  // Every field of a YAML `match` map (BadInput prefixed `where` when it is not a map).
+  void read(const YAML::Node& match, const std::string& where);
 };
 
 struct Rule : NodeMatch {
