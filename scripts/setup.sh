@@ -6,7 +6,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libonnx-dev libprotobuf-dev protobuf-compiler
   libdnnl-dev libopenblas-dev libfftw3-dev
-  libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev libxgboost-dev libcpp-httplib-dev sqlite3 libpq-dev postgresql slurm-wlm munge
+  libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev libxgboost-dev libpagmo-dev libcpp-httplib-dev sqlite3 libpq-dev postgresql slurm-wlm munge
   liblmdb-dev libturbojpeg0-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   graphviz nodejs chromium

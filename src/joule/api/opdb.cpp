@@ -294,6 +294,11 @@ std::unique_ptr<runtime::Session> compile(const Model& m, const PredictOptions& 
 }
 }  // namespace
 
+std::unique_ptr<predict::Predictor> open_predictor(const std::string& db, const predict::PredictorOptions& o) {
+  opdb::Store store(existing_store(db));
+  return std::make_unique<predict::Predictor>(store, o);
+}
+
 predict::Prediction predict_model(const Model& m, const PredictOptions& o) {
   JOULE_CHECK(o.threads >= 0, "threads: " + std::to_string(o.threads) + " is negative (0: every core)");
   JOULE_CHECK(!o.batch || *o.batch > 0, "batch must be positive");

@@ -80,6 +80,10 @@ struct PredictOptions {
   predict::PredictorOptions predictor;
 };
 
+// A predictor over an existing store ("" = the default one; BadInput when there is none), for
+// callers that predict many compiled sessions (search).
+std::unique_ptr<predict::Predictor> open_predictor(const std::string& db, const predict::PredictorOptions& o = {});
+
 // The model compiled as `joule run` would compile it (passes, algorithm choice), predicted
 // layer by layer from the store.
 predict::Prediction predict_model(const Model& m, const PredictOptions& o = {});

@@ -153,7 +153,7 @@ PruneSensitivityResult prune_sensitivity(const Model& m, const PruneSensitivityO
   c.value_label = "SQNR dB (higher: less damage)";
   for (const auto& l : res.json["layers"]) c.categories.push_back(l["node"].get<std::string>());
   for (double r : o.ratios) {
-    plot::Series s{fmt::format("ratio {:g}", r), {}, {}, {}};
+    plot::Series s{fmt::format("ratio {:g}", r), {}, {}, {}, {}};
     for (const auto& l : res.json["layers"]) {
       const double v = db(l["ratios"][fmt::format("{:g}", r)]["sqnr_db"]);
       s.y.push_back(std::isnan(v) ? plot::kMissing : std::isinf(v) ? 60.0 : std::max(0.0, v));

@@ -28,5 +28,6 @@ Action add_experiment(CLI::App& app);
 Action add_report(CLI::App& app);
 Action add_serve(CLI::App& app);
 Action add_prune(CLI::App& app);
+Action add_search(CLI::App& app);
 
 }  // namespace joule::cli

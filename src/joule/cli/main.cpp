@@ -41,6 +41,9 @@ int main(int argc, char** argv) {
       joule::cli::add_qat);
   add("prune", "Prune: zero the smallest weights, or remove whole conv channels through the graph (smaller, faster)",
       joule::cli::add_prune);
+  add("search", "Multi-objective search over per-layer precision and pruning, every trial measured (or predicted); "
+                "the Pareto front with its configs",
+      joule::cli::add_search);
   add("opdb", "Operator cost database: sweep operators, add models' layers, stats, export, coverage",
       joule::cli::add_opdb);
   add("predict", "Predict a model's latency and energy from the operator database (exact rows, regressor, roofline); "

@@ -516,6 +516,30 @@ PruneOptions PruneConfig::resolve(const ir::Graph& g) const {
   return o;
 }
 
+std::vector<ChannelGroup> channel_groups(const ir::Graph& graph) {
+  ir::Graph g = graph;
+  Spaces sp(g);
+  std::map<std::string, Spaces::Space> spaces = sp.gather();
+  std::map<std::string, size_t> at;  // space root -> index in out
+  std::vector<ChannelGroup> out;
+  for (size_t idx : g.topo_order()) {
+    const ir::Node& n = *g.nodes[idx];
+    if (n.op_type != "Conv" || n.outputs.empty()) continue;
+    const std::string root = sp.root_of(n.outputs[0]);
+    auto it = spaces.find(root);
+    if (it == spaces.end() || !it->second.blocked.empty() || it->second.channels < 2) continue;
+    const auto& prod = it->second.producers;
+    if (std::find(prod.begin(), prod.end(), &n) == prod.end()) continue;
+    bool agree = true;
+    for (const ir::Node* p : prod) agree = agree && g.initializers.at(p->inputs[1]).shape()[0] == it->second.channels;
+    if (!agree) continue;
+    auto [pos, fresh] = at.emplace(root, out.size());
+    if (fresh) out.push_back({{}, it->second.channels});
+    out[pos->second].convs.push_back(n.name);
+  }
+  return out;
+}
+
 PruneReport prune_graph(ir::Graph& g, const PruneOptions& o) {
   if (!(o.ratio >= 0 && o.ratio < 1)) fail(fmt::format("prune: ratio {} must be in [0, 1)", o.ratio));
   if (o.criterion != "l1" && o.criterion != "l2" && o.criterion != "bn" && o.criterion != "random")

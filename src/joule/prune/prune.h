@@ -78,4 +78,13 @@ struct PruneReport {
 // Prunes `g` in place (shapes are inferred again). BadInput for a bad ratio or criterion.
 PruneReport prune_graph(ir::Graph& g, const PruneOptions& o);
 
+// The channel spaces structured pruning can cut, one per set of convolutions whose output
+// channels are tied (a residual group is one), in graph order of their first conv. A space that
+// must stay whole is left out. Searches choose one ratio per group.
+struct ChannelGroup {
+  std::vector<std::string> convs;  // the producers, graph order
+  int64_t channels = 0;
+};
+std::vector<ChannelGroup> channel_groups(const ir::Graph& g);
+
 }  // namespace joule::prune

@@ -304,7 +304,7 @@ plot::BarChart sensitivity_chart(const nlohmann::json& r, const std::string& tit
   c.value_max = std::ceil(hi / 10) * 10;
   for (const auto& l : layers) c.categories.push_back(l.value("node", ""));
   for (const std::string& v : variants) {
-    plot::Series s{v, {}, {}, {}};
+    plot::Series s{v, {}, {}, {}, {}};
     for (const auto& l : layers) {
       const double x = sqnr(l, v);
       s.y.push_back(std::isinf(x) ? (x > 0 ? c.value_max : 0.0) : std::isnan(x) ? plot::kMissing : std::max(0.0, x));

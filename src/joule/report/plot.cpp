@@ -282,8 +282,11 @@ std::string xy(const XYChart& c) {
     }
     for (size_t i : idx) {
       const std::string tip = i < s.tips.size() ? s.tips[i] : s.name;
-      body += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"{}\"><title>{}: ({}, {})</title></circle>\n",
-                          X(s.x[i]), Y(s.y[i]), colour(k), xml_escape(tip), num(s.x[i]), num(s.y[i]));
+      const double r = i < s.radius.size() && std::isfinite(s.radius[i]) ? s.radius[i] : 4.0;
+      body += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{:.1f}\" fill=\"{}\" fill-opacity=\"{}\"><title>{}: "
+                          "({}, {})</title></circle>\n",
+                          X(s.x[i]), Y(s.y[i]), r, colour(k), r > 4.0 ? "0.7" : "1", xml_escape(tip), num(s.x[i]),
+                          num(s.y[i]));
     }
   }
   body += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n", left + plot_w / 2,

@@ -17,6 +17,7 @@ struct Series {
   std::string name;
   std::vector<double> x, y;             // bars: y per category (x unused); NaN: no value
   std::vector<std::string> tips;        // optional tooltip per point
+  std::vector<double> radius;           // optional scatter: circle radius per point, px (default 4)
 };
 
 // Grouped bars: one group per category, one bar per series. Vertical (categories along x,

@@ -395,7 +395,7 @@ std::string report_html(const ReportOptions& o) {
     for (const RunRow& r : runs)
       if (std::find(c.categories.begin(), c.categories.end(), r.model) == c.categories.end())
         c.categories.push_back(r.model);
-    for (const std::string& l : labels) c.series.push_back({l, {}, std::vector<double>(c.categories.size(), plot::kMissing), {}});
+    for (const std::string& l : labels) c.series.push_back({l, {}, std::vector<double>(c.categories.size(), plot::kMissing), {}, {}});
     for (const RunRow& r : runs) {
       if (!r.params.contains(a)) continue;
       bool others = true;
@@ -425,7 +425,7 @@ std::string report_html(const ReportOptions& o) {
     c.max_label = 72;
     c.title = label_of(r, axes) + ": the 15 slowest layers";
     c.value_label = "ms per call (median)";
-    plot::Series s{"", {}, {}, {}};
+    plot::Series s{"", {}, {}, {}, {}};
     for (auto* l : top) {
       c.categories.push_back(l->name + " (" + l->op + ", " + l->algorithm + ")");
       s.y.push_back(l->ms);
@@ -440,7 +440,7 @@ std::string report_html(const ReportOptions& o) {
     t.horizontal = true;
     t.title = label_of(r, axes) + ": share of layer time by op type";
     t.value_label = "% of the layers' time";
-    plot::Series ts{"", {}, {}, {}};
+    plot::Series ts{"", {}, {}, {}, {}};
     for (auto& [op, pct] : ops) {
       t.categories.push_back(op);
       ts.y.push_back(pct);
