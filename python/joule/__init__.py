@@ -31,7 +31,7 @@ __all__ = [
     "ProfileResult", "QuantizeResult", "DerivedModel", "Result", "SensitivityResult", "Session", "TrainResult",
     "Unsupported", "agreement", "automp", "bench", "compare", "draw_graph", "energy_probe", "evaluate", "finetune", "gradients",
     "info", "load", "OpdbResult", "ExperimentResult", "experiment_run", "experiment_status", "runs", "run_record",
-    "report", "prune", "prune_sensitivity", "opdb_add", "opdb_sweep", "predict", "PredictResult", "profile", "qat", "quant_plan", "quantize", "sensitivity", "train", "training_graph",
+    "report", "prune", "prune_sensitivity", "search", "opdb_add", "opdb_sweep", "predict", "PredictResult", "profile", "qat", "quant_plan", "quantize", "sensitivity", "train", "training_graph",
     "__version__",
 ]
 
@@ -618,6 +618,27 @@ def prune(model: Model, ratio: float, *, structured: bool = False, criterion: Op
     faster). .report: per-layer channels or nonzeros, parameters and FLOPs before and after."""
     return _joule.prune(model, **_options(ratio=ratio, structured=structured, criterion=criterion, scope=scope,
                                           seed=seed))
+
+
+def search(model: Model, space: str, val: Data, out_dir: str, *, data: Optional[Data] = None,
+           calib_samples: Optional[int] = None, val_samples: Optional[int] = None,
+           objectives: Optional[Sequence[str]] = None, cost: Optional[str] = None, opdb: Optional[str] = None,
+           algorithm: Optional[str] = None, trials: Optional[int] = None, population: Optional[int] = None,
+           seed: Optional[int] = None, threads: Optional[int] = None, warmup: Optional[int] = None,
+           runs: Optional[int] = None, energy: Optional[str] = None, store: Optional[str] = None,
+           name: Optional[str] = None, export: Optional[Sequence[int]] = None,
+           progress: Optional[ProgressFn] = None) -> Result:
+    """Multi-objective search over per-layer precision and structured pruning (as `joule search`):
+    `space` is the space's YAML file or text, `val` the validation data (labelled: top-1 %, else the
+    output SQNR against FP32), `data` the calibration samples. Every trial is measured on the engine
+    (or predicted with cost="predicted"), kept in out_dir/trials.jsonl (a second call resumes) and
+    the front written to out_dir (front.csv/json/svg, front/N/*.yaml). Returns search.json."""
+    return Result(_joule.search(model, str(space), val, str(out_dir), **_options(
+        data=data, calib_samples=calib_samples, val_samples=val_samples,
+        objectives=list(objectives) if objectives is not None else None, cost=cost, opdb=opdb,
+        algorithm=algorithm, trials=trials, population=population, seed=seed, threads=threads, warmup=warmup,
+        runs=runs, energy=energy, store=store, name=name, export=list(export) if export is not None else None,
+        progress=progress)))
 
 
 def prune_sensitivity(model: Model, *, ratios: Optional[Sequence[float]] = None, structured: Optional[bool] = None,

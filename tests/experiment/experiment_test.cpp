@@ -235,7 +235,7 @@ TEST(Plot, TextFitsAndLongLabelsKeepTheirFullName) {
   c.title = "A long title that would not fit in the width of two small bars without the layout";
   const std::string longname = "/features/features.12/features.12.3/block/conv_pointwise_with_a_very_long_name/Conv";
   c.categories = {"a", longname};
-  c.series = {{"int8", {}, {1.0, 2.0}, {}}, {"fp8 <e4m3>", {}, {0.5, plot::kMissing}, {}}};
+  c.series = {{"int8", {}, {1.0, 2.0}, {}, {}}, {"fp8 <e4m3>", {}, {0.5, plot::kMissing}, {}, {}}};
   for (bool horizontal : {false, true}) {
     c.horizontal = horizontal;
     const std::string svg = plot::bars(c);

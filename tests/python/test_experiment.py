@@ -71,3 +71,18 @@ def test_prune_and_its_sensitivity(model):
     assert len(sens["layers"]) == 5 and "top1" in sens["layers"][0]["ratios"]["0.5"]  # every conv (a group pruned alike)
     with pytest.raises(joule.BadInput, match="ratio"):
         joule.prune(model, 1.5)
+
+
+def test_search_resumes_and_writes_the_front(model, tmp_path):
+    from conftest import SAMPLES
+    space = "precision: [fp32, int8]\nconstraints: {min_accuracy: 0}\n"
+    seen = []
+    r = joule.search(model, space, str(SAMPLES), str(tmp_path / "s"), data=str(SAMPLES), calib_samples=8,
+                     trials=4, runs=2, warmup=0, algorithm="random", progress=lambda p: seen.append(p.stage))
+    assert r["metric"] == "top1" and r["trials"] == 4 and r["resumed"] == 0
+    assert r["front"] and (tmp_path / "s" / "front.svg").exists() and "search" in seen
+    again = joule.search(model, space, str(SAMPLES), str(tmp_path / "s"), data=str(SAMPLES), calib_samples=8,
+                         trials=4, runs=2, warmup=0, algorithm="random")
+    assert again["resumed"] == 4
+    with pytest.raises(joule.BadInput, match="objective"):
+        joule.search(model, space, str(SAMPLES), str(tmp_path / "t"), objectives=["speed"])

@@ -19,6 +19,7 @@
 #include "joule/api/opdb.h"
 #include "joule/api/profile.h"
 #include "joule/api/prune.h"
+#include "joule/api/search.h"
 #include "joule/api/quantize.h"
 #include "joule/api/run.h"
 #include "joule/api/train.h"
@@ -451,6 +452,36 @@ PYBIND11_MODULE(_joule, m) {
     k.finish();
     return dump(without_gil(progress, [&](const api::Hooks& h) { return api::prune_sensitivity(model, o, h); }).to_json());
   }, py::arg("model"));
+
+  m.def("search", [](const api::Model& model, const std::string& space, py::object val, const std::string& out_dir,
+                     py::kwargs kw) {
+    Kwargs k("search", kw);
+    api::SearchOptions o;
+    o.space = space;
+    o.val = to_data(val, "val");
+    o.out_dir = out_dir;
+    if (py::object d = k.take("data"); !d.is_none()) o.data = to_data(d, "data");
+    k.get("calib_samples", o.calib_samples);
+    k.get("val_samples", o.val_samples);
+    k.preprocess(o.preprocess);
+    k.strings("objectives", o.objectives);
+    k.get("cost", o.cost);
+    k.get("opdb", o.opdb);
+    k.get("algorithm", o.algorithm);
+    k.get("trials", o.trials);
+    k.get("population", o.population);
+    k.get("seed", o.seed);
+    k.get("threads", o.threads);
+    k.get("warmup", o.warmup);
+    k.get("runs", o.runs);
+    k.get("energy", o.energy);
+    k.get("store", o.store);
+    k.get("name", o.name);
+    k.get("export", o.export_points);
+    py::object progress = k.take("progress");
+    k.finish();
+    return dump(without_gil(progress, [&](const api::Hooks& h) { return api::search(model, o, h); }).to_json());
+  }, py::arg("model"), py::arg("space"), py::arg("val"), py::arg("out_dir"));
 
   m.def("quant_plan", [](const api::Model& model, py::kwargs kw) {
     Kwargs k("quant_plan", kw);
