@@ -442,8 +442,8 @@ _TRAIN_DOC = """The training options, as joule train's flags: val, val_samples, 
     l1), optimizer (sgd, adam, adamw), lr, momentum, nesterov, weight_decay, beta1, beta2, eps,
     clip_grad_norm, schedule (constant, step, cosine), warmup_steps, step_size, gamma, min_lr,
     batch, epochs, steps, bn (train, frozen), init (keep, random), shuffle, seed, hflip,
-    crop_padding, threads, algo, checkpoint, checkpoint_every, resume, trainable, frozen, mean,
-    std, scale, resize; progress(Progress) and on_record(dict) as they happen."""
+    crop_padding, threads, algo, checkpoint, checkpoint_every, resume, trainable, frozen, keep_zeros
+    (zero layer weights stay zero), mean, std, scale, resize; progress(Progress) and on_record(dict) as they happen."""
 
 
 def _train_like(fn: Callable, model: Model, data: Data, options: dict,
@@ -491,6 +491,7 @@ def train(model: Model, data: Data, *, val: Optional[Data] = None, val_samples: 
           threads: Optional[int] = None, algo: Optional[Algo] = None, checkpoint: Optional[str] = None,
           checkpoint_every: Optional[int] = None, resume: Optional[str] = None,
           trainable: Optional[Sequence[str]] = None, frozen: Optional[Sequence[str]] = None,
+          keep_zeros: Optional[bool] = None,
           mean: Optional[Sequence[float]] = None, std: Optional[Sequence[float]] = None,
           scale: Optional[float] = None, resize: Optional[int] = None, progress: Optional[ProgressFn] = None,
           on_record: Optional[Callable[[dict], None]] = None) -> DerivedModel:
@@ -506,8 +507,8 @@ def train(model: Model, data: Data, *, val: Optional[Data] = None, val_samples: 
                     step_size=step_size, gamma=gamma, min_lr=min_lr, batch=batch, epochs=epochs, steps=steps, bn=bn,
                     init=init, shuffle=shuffle, seed=seed, hflip=hflip, crop_padding=crop_padding, threads=threads,
                     algo=algo, checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
-                    trainable=trainable, frozen=frozen, mean=mean, std=std, scale=scale, resize=resize,
-                    progress=progress)
+                    trainable=trainable, frozen=frozen, keep_zeros=keep_zeros, mean=mean, std=std, scale=scale,
+                    resize=resize, progress=progress)
     if on_record is not None:
         opts["on_record"] = lambda text: on_record(json.loads(text))
     return _joule.train(model, data, **opts)

@@ -265,3 +265,46 @@ rules:
   EXPECT_NE(error("rules:\n  - match: {type: Conv}\n").find("give a ratio or skip"), std::string::npos);
   EXPECT_NE(error("defaults: {ratio: 0.5}\n").find("unknown key 'defaults'"), std::string::npos);
 }
+
+TEST(Prune, UnstructuredFineTuningKeepsThePrunedWeightsZero) {
+  const api::Model m = api::Model::load("default");
+  prune::PruneOptions o;
+  o.ratio = 0.5;
+  api::TrainOptions ft;
+  ft.data = api::DataSource::from_spec(std::string(JOULE_SOURCE_DIR) + "/models/fashion_cnn_sample.npy");
+  ft.batch = 8;
+  ft.steps = 4;
+  ft.threads = 1;
+  ft.optimizer.name = "adamw";
+  ft.optimizer.lr = 0.01;
+  const api::PruneResult r = api::prune(m, o, &ft);
+  const int64_t zeros_pruned = r.report.nonzero_before - r.report.nonzero_after;
+  ASSERT_GT(zeros_pruned, 0);
+  EXPECT_GE(r.finetune["masked_values"].get<int64_t>(), zeros_pruned);
+  // Every weight pruned to zero is still zero after training, and the others trained.
+  const api::PruneResult plain = api::prune(m, o);
+  size_t changed = 0;
+  for (const auto& n : plain.model.graph().nodes) {
+    if (n->op_type != "Conv" && n->op_type != "Gemm") continue;
+    const Tensor& before = plain.model.graph().initializers.at(n->inputs[1]);
+    const Tensor& after = r.model.graph().initializers.at(n->inputs[1]);
+    for (int64_t i = 0; i < before.numel(); ++i) {
+      if (before.data<float>()[i] == 0.0f) {
+        EXPECT_EQ(after.data<float>()[i], 0.0f) << n->name << " " << i;
+      }
+      changed += before.data<float>()[i] != after.data<float>()[i];
+    }
+  }
+  EXPECT_GT(changed, 1000u);
+  // Without the mask the same training brings them back.
+  api::TrainOptions loose = ft;
+  const api::TrainReport t = api::train(plain.model, loose);
+  size_t regrown = 0;
+  for (const auto& n : plain.model.graph().nodes) {
+    if (n->op_type != "Conv") continue;
+    const Tensor& before = plain.model.graph().initializers.at(n->inputs[1]);
+    const Tensor& after = t.model.graph().initializers.at(n->inputs[1]);
+    for (int64_t i = 0; i < before.numel(); ++i) regrown += before.data<float>()[i] == 0.0f && after.data<float>()[i] != 0.0f;
+  }
+  EXPECT_GT(regrown, 1000u);
+}

@@ -23,14 +23,13 @@ nlohmann::json PruneResult::to_json() const {
 }
 
 PruneResult prune(const Model& m, const prune::PruneOptions& o, const TrainOptions* finetune, const Hooks& hooks) {
-  if (finetune && !o.structured)
-    fail("prune: fine-tuning needs --structured (unstructured zeros would grow back: masks during training are not "
-         "built yet)");
   ir::Graph g = m.graph();
   PruneResult r{Model(), prune::prune_graph(g, o), nullptr};
   r.model = m.derived(std::move(g), m.name() + "_pruned");
   if (finetune) {
-    TrainReport t = train(r.model, *finetune, hooks);
+    TrainOptions ft = *finetune;
+    ft.keep_zeros = ft.keep_zeros || !o.structured;  // the pruned weights stay zero
+    TrainReport t = train(r.model, ft, hooks);
     r.model = m.derived(ir::Graph(t.model.graph()), m.name() + "_pruned");
     r.finetune = std::move(t.json);
   }

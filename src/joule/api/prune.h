@@ -20,8 +20,8 @@ struct PruneResult {
   nlohmann::json to_json() const;  // what `joule prune --format json` prints (but "output")
 };
 
-// Prunes, then (finetune given) trains the pruned model (api::train). Structured pruning only:
-// unstructured zeros would grow back without masks kept during training (not built yet).
+// Prunes, then (finetune given) trains the pruned model (api::train); after unstructured pruning
+// the zeroed weights stay zero while it trains (TrainOptions::keep_zeros).
 PruneResult prune(const Model& m, const prune::PruneOptions& o, const TrainOptions* finetune = nullptr,
                   const Hooks& hooks = {});
 

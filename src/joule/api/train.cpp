@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <set>
+
 #include <chrono>
 #include <filesystem>
 #include <cmath>
+#include <set>
 
 #include "joule/api/evaluate.h"
 #include "joule/api/run.h"
@@ -180,6 +183,35 @@ TrainReport train(const Model& model, const TrainOptions& o, const Hooks& hooks)
   for (const auto& s : tg.state) r.state.push_back(base.graph().initializers.at(s.input).clone());
   for (const Tensor& p : r.params)
     if (p.dtype() != DType::Float32) fail("training: weights must be float32, got " + p.describe());
+  // keep_zeros: a mask per layer weight holding zeros (empty: not masked).
+  std::vector<std::vector<uint8_t>> masks(r.params.size());
+  int64_t masked = 0;
+  if (o.keep_zeros) {
+    std::set<std::string> weights;
+    for (const auto& n : base.graph().nodes)
+      if ((n->op_type == "Conv" || n->op_type == "ConvTranspose" || n->op_type == "Gemm" || n->op_type == "MatMul") &&
+          n->inputs.size() > 1)
+        weights.insert(n->inputs[1]);
+    for (size_t i = 0; i < r.params.size(); ++i) {
+      if (!weights.count(tg.params[i])) continue;
+      const float* w = r.params[i].data<float>();
+      std::vector<uint8_t> m(static_cast<size_t>(r.params[i].numel()));
+      int64_t zeros = 0;
+      for (size_t k = 0; k < m.size(); ++k) zeros += !(m[k] = w[k] != 0.0f);
+      if (zeros > 0) {
+        masks[i] = std::move(m);
+        masked += zeros;
+      }
+    }
+  }
+  auto apply_masks = [&](std::vector<Tensor>& ts) {
+    for (size_t i = 0; i < ts.size(); ++i) {
+      if (masks[i].empty()) continue;
+      float* v = ts[i].data<float>();
+      for (size_t k = 0; k < masks[i].size(); ++k)
+        if (!masks[i][k]) v[k] = 0.0f;
+    }
+  };
   PrepareOptions po;
   po.threads = o.threads;
   po.passes = "none";
@@ -202,7 +234,7 @@ TrainReport train(const Model& model, const TrainOptions& o, const Hooks& hooks)
       {"weight_decay", o.optimizer.weight_decay}, {"schedule", o.schedule.name},
       {"warmup_steps", o.schedule.warmup_steps}, {"clip_grad_norm", o.optimizer.clip_grad_norm},
       {"batch", o.batch}, {"steps", total}, {"steps_per_epoch", per_epoch}, {"shuffle", o.shuffle},
-      {"seed", o.seed}, {"hflip", o.augment.hflip}, {"crop_padding", o.augment.crop_padding},
+      {"seed", o.seed}, {"keep_zeros", o.keep_zeros}, {"hflip", o.augment.hflip}, {"crop_padding", o.augment.crop_padding},
       {"threads", session.threads()}, {"ranks", world.size}, {"global_batch", global_batch}};
   train::Optimizer opt(o.optimizer);
   if (!o.resume.empty()) from_checkpoint(r, opt, o.resume, settings);
@@ -216,6 +248,7 @@ TrainReport train(const Model& model, const TrainOptions& o, const Hooks& hooks)
   for (const Tensor& p : r.params) trained += p.numel();
   rep.json["trained_values"] = trained;
   rep.json["model_values"] = base.graph().parameter_count();
+  if (o.keep_zeros) rep.json["masked_values"] = masked;  // zero weights kept zero
 
   const auto t_start = Clock::now();
   std::unique_ptr<train::BatchLoader> loader;
@@ -259,7 +292,9 @@ TrainReport train(const Model& model, const TrainOptions& o, const Hooks& hooks)
     for (const std::string& g : tg.grads) grads.push_back(out.at(g));
     train::allreduce_mean(grads);
     const double lr = train::learning_rate(o.optimizer.lr, o.schedule, r.step, total);
+    if (masked > 0) apply_masks(grads);
     const double norm = opt.step(r.params, grads, lr, &session.pool());
+    if (masked > 0) apply_masks(r.params);
     for (size_t i = 0; i < r.state.size(); ++i) r.state[i] = out.at(tg.state[i].output);
     train::allreduce_mean(r.state);  // the replicas keep one set of BatchNorm statistics
     const double dt = seconds_since(t0);

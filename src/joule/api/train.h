@@ -41,6 +41,9 @@ struct TrainOptions {
   int64_t checkpoint_every = 0;
   std::string resume;               // a checkpoint of this run to continue from
   std::vector<std::string> trainable, frozen;  // initializers trained (empty: all) / never trained
+  // The weights of Conv/ConvTranspose/Gemm/MatMul that are zero at the start stay zero (the mask
+  // of unstructured pruning): their gradients are masked before every update.
+  bool keep_zeros = false;
 };
 
 struct TrainReport {

@@ -39,7 +39,7 @@ Action add_prune(CLI::App& app) {
   app.add_option("--out-dir", a->out_dir, "--sensitivity: write prune_sensitivity.json, .csv, .svg here");
   add_data_options(app, a->sens.preprocess);
   app.add_option("--finetune-data", a->ft_data,
-                 "fine-tune the pruned model on this labelled data (structured; for every training option, "
+                 "fine-tune the pruned model on this labelled data (unstructured: the pruned weights stay zero; for every training option, "
                  "joule train on the output)");
   app.add_option("--finetune-val", a->ft_val, "labelled data evaluated after each fine-tuning epoch");
   app.add_option("--finetune-epochs", a->ft.epochs, "fine-tuning epochs")->capture_default_str();

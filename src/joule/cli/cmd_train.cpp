@@ -61,6 +61,8 @@ void add_train_flags(CLI::App& app, TrainArgs& a) {
       ->capture_default_str();
   app.add_flag("--no-shuffle", a.no_shuffle, "keep the data's order");
   app.add_option("--seed", o.seed, "seed of shuffling, augmentation, dropout and --init random")->capture_default_str();
+  app.add_flag("--keep-zeros", o.keep_zeros,
+               "weights of Conv/Gemm/MatMul that are zero stay zero (fine-tuning after unstructured pruning)");
   app.add_flag("--hflip", o.augment.hflip, "augment: random horizontal flips");
   app.add_option("--crop-padding", o.augment.crop_padding, "augment: random crops of the image padded by N");
   app.add_option("--checkpoint", o.checkpoint, "checkpoint file, written after every epoch (and --checkpoint-every)");

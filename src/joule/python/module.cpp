@@ -193,6 +193,7 @@ api::TrainOptions train_options(Kwargs& k, const py::handle& data) {
   k.get("resume", o.resume);
   k.strings("trainable", o.trainable);
   k.strings("frozen", o.frozen);
+  k.get("keep_zeros", o.keep_zeros);
   return o;
 }
 
