@@ -622,23 +622,25 @@ def prune(model: Model, ratio: float, *, structured: bool = False, criterion: Op
 
 
 def search(model: Model, space: str, val: Data, out_dir: str, *, data: Optional[Data] = None,
+           train: Optional[Data] = None,
            calib_samples: Optional[int] = None, val_samples: Optional[int] = None,
            objectives: Optional[Sequence[str]] = None, cost: Optional[str] = None, opdb: Optional[str] = None,
            algorithm: Optional[str] = None, trials: Optional[int] = None, population: Optional[int] = None,
            seed: Optional[int] = None, threads: Optional[int] = None, warmup: Optional[int] = None,
-           runs: Optional[int] = None, energy: Optional[str] = None, store: Optional[str] = None,
-           name: Optional[str] = None, export: Optional[Sequence[int]] = None,
+           runs: Optional[int] = None, min_time: Optional[float] = None, energy: Optional[str] = None,
+           store: Optional[str] = None, name: Optional[str] = None, export: Optional[Sequence[int]] = None,
            progress: Optional[ProgressFn] = None) -> Result:
     """Multi-objective search over per-layer precision and structured pruning (as `joule search`):
     `space` is the space's YAML file or text, `val` the validation data (labelled: top-1 %, else the
-    output SQNR against FP32), `data` the calibration samples. Every trial is measured on the engine
+    output SQNR against FP32), `data` the calibration samples, `train` the labelled data the space's
+    finetune trains pruned trials on. Every trial is measured on the engine
     (or predicted with cost="predicted"), kept in out_dir/trials.jsonl (a second call resumes) and
     the front written to out_dir (front.csv/json/svg, front/N/*.yaml). Returns search.json."""
     return Result(_joule.search(model, str(space), val, str(out_dir), **_options(
-        data=data, calib_samples=calib_samples, val_samples=val_samples,
+        data=data, train=train, calib_samples=calib_samples, val_samples=val_samples,
         objectives=list(objectives) if objectives is not None else None, cost=cost, opdb=opdb,
         algorithm=algorithm, trials=trials, population=population, seed=seed, threads=threads, warmup=warmup,
-        runs=runs, energy=energy, store=store, name=name, export=list(export) if export is not None else None,
+        runs=runs, min_time=min_time, energy=energy, store=store, name=name, export=list(export) if export is not None else None,
         progress=progress)))
 
 

@@ -31,7 +31,7 @@ TEST(SearchCli, FrontAndExport) {
   const auto dir = scratch_dir("search_cli");
   std::ofstream(dir / "space.yaml") << "precision: [fp32, int8]\nprune: [0, 0.25]\n";
   const auto r = run_joule("search default --space " + (dir / "space.yaml").string() + " --data " + kSamples +
-                           " --calib-samples 8 --val " + kSamples + " --trials 5 --runs 2 --algorithm random -o " +
+                           " --calib-samples 8 --val " + kSamples + " --trials 5 --runs 2 --min-time 0.01 --algorithm random -o " +
                            (dir / "out").string() + " --export 0");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("5 trials"), std::string::npos) << r.out;

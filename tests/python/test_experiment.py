@@ -78,11 +78,11 @@ def test_search_resumes_and_writes_the_front(model, tmp_path):
     space = "precision: [fp32, int8]\nconstraints: {min_accuracy: 0}\n"
     seen = []
     r = joule.search(model, space, str(SAMPLES), str(tmp_path / "s"), data=str(SAMPLES), calib_samples=8,
-                     trials=4, runs=2, warmup=0, algorithm="random", progress=lambda p: seen.append(p.stage))
+                     trials=4, runs=2, min_time=0.01, warmup=0, algorithm="random", progress=lambda p: seen.append(p.stage))
     assert r["metric"] == "top1" and r["trials"] == 4 and r["resumed"] == 0
     assert r["front"] and (tmp_path / "s" / "front.svg").exists() and "search" in seen
     again = joule.search(model, space, str(SAMPLES), str(tmp_path / "s"), data=str(SAMPLES), calib_samples=8,
-                         trials=4, runs=2, warmup=0, algorithm="random")
+                         trials=4, runs=2, min_time=0.01, warmup=0, algorithm="random")
     assert again["resumed"] == 4
     with pytest.raises(joule.BadInput, match="objective"):
         joule.search(model, space, str(SAMPLES), str(tmp_path / "t"), objectives=["speed"])

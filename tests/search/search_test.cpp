@@ -207,6 +207,7 @@ TEST(Search, BundledModelFrontReproducesAndResumes) {
   o.val_samples = 200;
   o.trials = 10;
   o.runs = 3;
+  o.min_time_s = 0.01;
   o.warmup = 1;
   o.algorithm = "random";
   o.objectives = {"accuracy", "latency", "size"};
@@ -270,6 +271,7 @@ TEST(Search, WithoutLabelsTheAccuracyIsTheOutputSqnrAndConstraintsHold) {
   o.val = api::DataSource::from_arrays(load_npy(kModels + "/fashion_cnn_sample.npy"));
   o.trials = 6;
   o.runs = 2;
+  o.min_time_s = 0.01;
   o.warmup = 0;
   o.algorithm = "nsga2";
   o.out_dir = (dir / "out").string();
@@ -284,5 +286,46 @@ TEST(Search, WithoutLabelsTheAccuracyIsTheOutputSqnrAndConstraintsHold) {
   o.space = "precision: [fp32, int8]\nconstraints: {accuracy_drop: 1}\n";
   o.out_dir = (dir / "out2").string();
   EXPECT_NE(error_of([&] { api::search(m, o); }).find("labelled"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(Search, PrunedTrialsAreFineTunedWhenTheSpaceSaysSo) {
+  const fs::path dir = scratch("finetune");
+  const api::Model m = api::Model::load("default");
+  api::SearchOptions o;
+  o.data = api::DataSource::from_spec(kModels + "/fashion_cnn_sample.npy");
+  o.calib_samples = 16;
+  o.val = api::DataSource::from_spec(kFashion + ":test");
+  o.val_samples = 200;
+  o.trials = 5;
+  o.runs = 1;
+  o.min_time_s = 0;
+  o.warmup = 0;
+  o.algorithm = "random";
+  o.space = "precision: [int8]\nprune: [0, 0.5]\n";
+  o.out_dir = (dir / "plain").string();
+  const api::SearchReport plain = api::search(m, o);
+  o.space += "finetune: {steps: 3, batch: 8, lr: 0.05}\n";
+  o.out_dir = (dir / "tuned").string();
+  EXPECT_NE(error_of([&] { api::search(m, o); }).find("--train-data"), std::string::npos);
+  o.train = api::DataSource::from_spec(kModels + "/fashion_cnn_sample.npy");
+  const api::SearchReport tuned = api::search(m, o);
+  ASSERT_EQ(plain.trials.size(), tuned.trials.size());
+  size_t pruned = 0, changed = 0;
+  for (size_t i = 0; i < plain.trials.size(); ++i) {
+    ASSERT_EQ(plain.trials[i].key, tuned.trials[i].key);  // the same seed draws the same trials
+    if (plain.trials[i].prune.empty()) {
+      EXPECT_EQ(plain.trials[i].accuracy, tuned.trials[i].accuracy) << plain.trials[i].key;
+    } else {
+      ++pruned;
+      changed += plain.trials[i].accuracy != tuned.trials[i].accuracy;
+    }
+  }
+  EXPECT_GT(pruned, 0u);
+  EXPECT_GT(changed, 0u);
+  EXPECT_NE(error_of([] { search::SearchSpace::parse("prune: [0, 0.5]\nfinetune: {steps: -1}\n", "s.yaml"); }).find("steps"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { search::SearchSpace::parse("prune: [0]\nfinetune: {optimiser: sgd}\n", "s.yaml"); }).find("optimiser"),
+            std::string::npos);
   fs::remove_all(dir);
 }

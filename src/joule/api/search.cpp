@@ -14,6 +14,7 @@
 #include "joule/api/profile.h"
 #include "joule/api/prune.h"
 #include "joule/api/quantize.h"
+#include "joule/api/train.h"
 #include "joule/core/error.h"
 #include "joule/core/file_util.h"
 #include "joule/experiment/store.h"
@@ -73,6 +74,10 @@ class Searcher {
     if (metric_ == "sqnr_db" && space_.constraints.accuracy_drop)
       fail(space_.source + ": constraint accuracy_drop needs labelled validation data (without labels the "
                            "accuracy is the output SQNR against FP32: use min_accuracy in dB)");
+    if (space_.finetune.steps > 0 && space_.prune.empty())
+      fail(space_.source + ": finetune is for pruned trials, and the space has no prune choices");
+    if (space_.finetune.steps > 0 && o_.train.empty())
+      fail("search: the space fine-tunes pruned trials: give the training data (--train-data SPEC)");
     if (o_.cost == "predicted") predictor_ = open_predictor(o_.opdb);
     else open_energy();
     std::filesystem::create_directories(o_.out_dir + "/calib");
@@ -143,6 +148,7 @@ class Searcher {
     if (o_.cost != "measured" && o_.cost != "predicted") fail("search: cost '" + o_.cost + "': expected measured or predicted");
     if (o_.threads < 1) fail("search: threads must be at least 1");
     if (o_.runs < 1) fail("search: runs must be at least 1");
+    if (!(o_.min_time_s >= 0)) fail("search: min_time must be at least 0");
     if (o_.trials < 1) fail("search: trials must be at least 1");
     if (o_.objectives.empty()) fail("search: give at least one objective");
     std::set<std::string> seen;
@@ -168,10 +174,12 @@ class Searcher {
             {"val", o_.val.label()},
             {"val_samples", val_.size()},
             {"calib", o_.data.label()},
+            {"train", o_.train.empty() ? "" : o_.train.label()},
             {"calib_samples", o_.calib_samples},
             {"cost", o_.cost},
             {"threads", o_.threads},
-            {"runs", o_.runs}};
+            {"runs", o_.runs},
+            {"min_time_s", o_.min_time_s}};
   }
   void resume() {
     const std::string p = trials_path();
@@ -223,6 +231,18 @@ class Searcher {
       ir::Graph g = m_.graph();
       prune::prune_graph(g, c.prune);
       cur = m_.derived(std::move(g), m_.name() + "_pruned");
+      if (space_.finetune.steps > 0) {  // recovers on the training data before it is quantized
+        TrainOptions t;
+        t.data = o_.train;
+        t.preprocess = o_.preprocess;
+        t.steps = space_.finetune.steps;
+        t.batch = space_.finetune.batch;
+        t.optimizer.name = space_.finetune.optimizer;
+        t.optimizer.lr = space_.finetune.lr;
+        t.threads = 0;  // every core: training time is not what the trial measures
+        t.seed = o_.seed;
+        cur = m_.derived(ir::Graph(train(cur, t, hooks_).model.graph()), m_.name() + "_pruned");
+      }
       pk.clear();
       for (const auto& v : dec_->variables())
         if (v.kind == search::Variable::Prune) pk += fmt::format("{:g}_", c.prune.ratio_of(v.name));
@@ -281,12 +301,11 @@ class Searcher {
     std::vector<double> ms;
     if (meter_ && meter_->is_sensor()) meter_->start();
     const auto t0 = Clock::now();
-    for (int i = 0; i < o_.runs; ++i) {
+    while (ms.size() < static_cast<size_t>(o_.runs) || seconds_since(t0) < o_.min_time_s) {
       const auto a = Clock::now();
       s.run(in);
       ms.push_back(seconds_since(a) * 1e3);
     }
-    const double total_s = seconds_since(t0);
     std::sort(ms.begin(), ms.end());
     t.latency_ms = ms[ms.size() / 2];
     t.cost = "measured";
@@ -294,8 +313,7 @@ class Searcher {
     t.energy_source = meter_->source();
     if (meter_->is_sensor()) {
       const auto reading = meter_->stop();
-      t.energy_mj = reading.joules / o_.runs * 1e3;
-      (void)total_s;
+      t.energy_mj = reading.joules / static_cast<double>(ms.size()) * 1e3;
     } else {
       double flops = 0, bytes = 0;
       for (size_t i = 0; i < s.num_steps(); ++i) {
@@ -497,6 +515,7 @@ class Searcher {
     std::vector<std::string> parts;
     for (const auto& [p, n] : by) parts.push_back(fmt::format("{} {}", n, p));
     if (t.genome.empty()) parts = {t.key == "fp32" ? "all fp32" : "base config on every layer"};
+    else if (parts.empty()) parts = {"precision as the base config"};
     if (!t.prune.empty()) {
       double mean = 0;
       for (const auto& [_, r] : t.prune) mean += r;

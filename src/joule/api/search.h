@@ -26,6 +26,7 @@ struct SearchOptions {
   std::string space;                  // the space: a YAML file or YAML text (search/space.h)
   DataSource data;                    // calibration samples (needed when a layer may be quantized)
   size_t calib_samples = 32;
+  DataSource train;                   // labelled training data: the space's finetune of pruned trials
   DataSource val;                     // validation samples: labelled -> top-1 %, else SQNR dB vs FP32
   size_t val_samples = 256;           // the first N (0: all)
   DataOptions preprocess;
@@ -38,6 +39,7 @@ struct SearchOptions {
   uint32_t seed = 1;
   int threads = 1;                    // the engine's threads for every trial
   int warmup = 3, runs = 20;          // measured cost: untimed and timed runs per trial
+  double min_time_s = 0.1;            // measured cost: keep timing until the timed runs took this long
   std::string energy = "auto";        // measured cost: auto | rapl | perf | nvml | estimate
   std::string out_dir;                // required
   std::string store;                  // results store URL ("" none)

@@ -8,7 +8,7 @@ namespace joule::cli {
 
 Action add_search(CLI::App& app) {
   struct Args {
-    std::string model, data, val, format = "table";
+    std::string model, data, train, val, format = "table";
     std::vector<std::string> objectives{"accuracy", "latency"};
     api::SearchOptions o;
   };
@@ -18,6 +18,7 @@ Action add_search(CLI::App& app) {
       ->required();
   app.add_option("--data", a->data, "calibration samples SPEC (needed when a layer may be quantized)");
   app.add_option("--calib-samples", a->o.calib_samples, "calibration samples per trial")->capture_default_str();
+  app.add_option("--train-data", a->train, "labelled training data for the space's finetune of pruned trials");
   app.add_option("--val", a->val, "validation samples SPEC: labelled -> top-1 %, else output SQNR (dB) against FP32")
       ->required();
   app.add_option("--val-samples", a->o.val_samples, "the first N validation samples (0: all)")->capture_default_str();
@@ -35,6 +36,8 @@ Action add_search(CLI::App& app) {
   app.add_option("--seed", a->o.seed, "the algorithm's seed")->capture_default_str();
   app.add_option("--threads", a->o.threads, "threads every trial runs on")->capture_default_str();
   app.add_option("--runs", a->o.runs, "measured cost: timed runs per trial (median)")->capture_default_str();
+  app.add_option("--min-time", a->o.min_time_s, "measured cost: seconds of timed runs per trial at least")
+      ->capture_default_str();
   app.add_option("--warmup", a->o.warmup, "measured cost: untimed runs per trial")->capture_default_str();
   app.add_option("--energy", a->o.energy, "measured cost: auto, rapl, perf, nvml or estimate")->capture_default_str();
   app.add_option("-o,--out-dir", a->o.out_dir,
@@ -51,6 +54,7 @@ Action add_search(CLI::App& app) {
     a->o.objectives = a->objectives;
     if (!a->data.empty()) a->o.data = api::DataSource::from_spec(a->data);
     a->o.val = api::DataSource::from_spec(a->val);
+    if (!a->train.empty()) a->o.train = api::DataSource::from_spec(a->train);
     const api::SearchReport r = api::search(m, a->o, terminal_hooks());
     end_status();
     if (a->format == "json") {

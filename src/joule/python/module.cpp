@@ -462,6 +462,7 @@ PYBIND11_MODULE(_joule, m) {
     o.val = to_data(val, "val");
     o.out_dir = out_dir;
     if (py::object d = k.take("data"); !d.is_none()) o.data = to_data(d, "data");
+    if (py::object d = k.take("train"); !d.is_none()) o.train = to_data(d, "train");
     k.get("calib_samples", o.calib_samples);
     k.get("val_samples", o.val_samples);
     k.preprocess(o.preprocess);
@@ -475,6 +476,7 @@ PYBIND11_MODULE(_joule, m) {
     k.get("threads", o.threads);
     k.get("warmup", o.warmup);
     k.get("runs", o.runs);
+    k.get("min_time", o.min_time_s);
     k.get("energy", o.energy);
     k.get("store", o.store);
     k.get("name", o.name);

@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "joule/core/error.h"
@@ -107,6 +108,26 @@ SearchSpace SearchSpace::parse(const std::string& text, const std::string& sourc
         s.criterion = v.as<std::string>();
         if (s.criterion != "l1" && s.criterion != "l2" && s.criterion != "bn" && s.criterion != "random")
           fail(where + ": '" + s.criterion + "': expected l1, l2, bn or random");
+      } else if (k == "finetune") {
+        if (!v.IsMap()) fail(where + ": a map (steps, batch, lr, optimizer)");
+        for (auto f = v.begin(); f != v.end(); ++f) {
+          const std::string fk = f->first.as<std::string>();
+          const std::string fw = where + "." + fk;
+          if (fk == "steps" || fk == "batch") {
+            const double x = number(f->second, fw);
+            if (!(x >= (fk == "steps" ? 0 : 1)) || x != std::floor(x)) fail(fw + ": a whole number" + (fk == "batch" ? " >= 1" : " >= 0"));
+            (fk == "steps" ? s.finetune.steps : s.finetune.batch) = static_cast<int64_t>(x);
+          } else if (fk == "lr") {
+            s.finetune.lr = number(f->second, fw);
+            if (!(s.finetune.lr > 0)) fail(fw + ": must be positive");
+          } else if (fk == "optimizer") {
+            s.finetune.optimizer = f->second.as<std::string>();
+            if (s.finetune.optimizer != "sgd" && s.finetune.optimizer != "adam" && s.finetune.optimizer != "adamw")
+              fail(fw + ": '" + s.finetune.optimizer + "': expected sgd, adam or adamw");
+          } else {
+            fail(where + ": unknown key '" + fk + "' (steps, batch, lr, optimizer)");
+          }
+        }
       } else if (k == "constraints") {
         if (!v.IsMap()) fail(where + ": a map (accuracy_drop, min_accuracy, latency_ms, energy_mj, size_mb)");
         for (auto c = v.begin(); c != v.end(); ++c) {
@@ -120,7 +141,7 @@ SearchSpace SearchSpace::parse(const std::string& text, const std::string& sourc
           else fail(where + ": unknown constraint '" + ck + "' (accuracy_drop, min_accuracy, latency_ms, energy_mj, size_mb)");
         }
       } else {
-        fail(where + ": unknown key (quant, precision, formats, layers, prune, criterion, constraints)");
+        fail(where + ": unknown key (quant, precision, formats, layers, prune, criterion, finetune, constraints)");
       }
     } catch (const YAML::Exception&) {
       fail(where + ": bad value");
@@ -200,23 +221,19 @@ Decisions::Decisions(const SearchSpace& space, const ir::Graph& original, const 
     : space_(space) {
   base_yaml_ = space.quant;
   // Precision variables: the layers the base config quantizes (that `layers` matches).
-  if (space.precision.size() == 1 && space.precision.front() == "int8") fixed_quantized_ = choices.size();
-  else {
-    for (const auto& c : choices) {
-      const ir::Node& n = *prepared.nodes[c.node];
-      if (!space.layers.empty() && !space.layers.matches(n)) {
-        ++fixed_quantized_;
-        continue;
-      }
-      vars_.push_back({Variable::Precision, n.name, n.op_type, {n.name}, 0, space.precision.size()});
-      const auto& w = c.roles[static_cast<int>(quant::Role::Weight)];
-      bits_[n.name]["int8"] = w ? format_bits(w->format) : 32;
-      bits_[n.name]["fp32"] = 32;
-      bits_[n.name]["bf16"] = 16;
+  const bool fixed = space.precision.size() == 1 && space.precision.front() == "int8";
+  for (const auto& c : choices) {
+    const ir::Node& n = *prepared.nodes[c.node];
+    const auto& w = c.roles[static_cast<int>(quant::Role::Weight)];
+    bits_[n.name] = {{"int8", w ? format_bits(w->format) : 32}, {"fp32", 32}, {"bf16", 16}};
+    if (fixed || (!space.layers.empty() && !space.layers.matches(n))) {
+      ++fixed_quantized_;
+      continue;
     }
-    if (vars_.empty())
-      fail(space.source + ": no layer of the model is both quantized by the base config and matched by 'layers'");
+    vars_.push_back({Variable::Precision, n.name, n.op_type, {n.name}, 0, space.precision.size()});
   }
+  if (!fixed && vars_.empty())
+    fail(space.source + ": no layer of the model is both quantized by the base config and matched by 'layers'");
   // The weight bits of every extra format on each layer: the format as a rule over them all.
   for (const auto& [name, roles] : space.formats) {
     if (std::find(space.precision.begin(), space.precision.end(), name) == space.precision.end()) continue;
@@ -229,8 +246,7 @@ Decisions::Decisions(const SearchSpace& space, const ir::Graph& original, const 
     const auto resolved = quant::resolve(prepared, quant::QuantConfig::parse(dump(root), space.source + ": format " + name));
     for (const auto& c : resolved) {
       const auto& w = c.roles[static_cast<int>(quant::Role::Weight)];
-      if (bits_.count(prepared.nodes[c.node]->name))
-        bits_[prepared.nodes[c.node]->name][name] = w ? format_bits(w->format) : 32;
+      bits_[prepared.nodes[c.node]->name][name] = w ? format_bits(w->format) : 32;
     }
   }
   // Pruning variables: one per channel group.

@@ -12,6 +12,8 @@
 //                                     # (the others keep the quant config's choice)
 //   prune: [0, 0.25, 0.5]             # structured ratios per channel group (absent: no pruning)
 //   criterion: l1                     # l1 | l2 | bn | random
+//   finetune: {steps: 20, batch: 32, lr: 0.01, optimizer: sgd}  # pruned trials trained first
+//                                     # (on the search's training data) before they are quantized
 //   constraints: {accuracy_drop: 0.5, latency_ms: 10, energy_mj: 5, size_mb: 4, min_accuracy: 80}
 #include <map>
 #include <optional>
@@ -45,6 +47,12 @@ struct SearchSpace {
   quant::NodeMatch layers;                     // empty: every layer the base config quantizes
   std::vector<double> prune;                   // empty: no pruning variables
   std::string criterion = "l1";
+  // Fine-tuning of each pruned trial before it is quantized and scored (steps 0: none).
+  struct Finetune {
+    int64_t steps = 0, batch = 32;
+    double lr = 0.01;
+    std::string optimizer = "sgd";  // sgd (momentum 0.9) | adam | adamw
+  } finetune;
   Constraints constraints;
 
   // BadInput naming the line for unknown keys, unknown choices and bad values.
