@@ -223,8 +223,9 @@ class Searcher {
     return evaluate_candidate(dec_->candidate(x), x, k);
   }
 
-  // The candidate's model: pruned, then quantized (calibration cached per pruning choice).
-  Model build(const search::Candidate& c, std::string* prune_key, double* params, double* flops, double* size_mb) {
+  // The candidate's model: pruned (and fine-tuned), then quantized (calibration cached per
+  // pruning choice); `t` given: its parameters, FLOPs and size filled in.
+  Model build(const search::Candidate& c, Trial* t = nullptr) {
     Model cur = m_;
     std::string pk = "unpruned";
     if (c.pruned()) {
@@ -247,13 +248,12 @@ class Searcher {
       for (const auto& v : dec_->variables())
         if (v.kind == search::Variable::Prune) pk += fmt::format("{:g}_", c.prune.ratio_of(v.name));
     }
-    if (prune_key) *prune_key = pk;
-    if (params) {
+    if (t) {
       ir::Graph g = cur.graph();
       const nlohmann::json info = passes::model_info(g);
-      *params = info["parameters"].get<double>();
-      *flops = info["total"]["flops"].get<double>();
-      *size_mb = weight_bytes(cur.graph(), c) / 1e6;
+      t->params = info["parameters"].get<double>();
+      t->flops = info["total"]["flops"].get<double>();
+      t->size_mb = weight_bytes(cur.graph(), c) / 1e6;
     }
     if (c.quantized()) {
       QuantOptions qo;
@@ -369,7 +369,7 @@ class Searcher {
     for (const auto& [n, r] : c.prune.node_ratio)
       if (r > 0) t.prune[n] = r;
     try {
-      const Model built = build(c, nullptr, &t.params, &t.flops, &t.size_mb);
+      const Model built = build(c, &t);
       auto s = compile(built, c);
       t.accuracy = accuracy(*s);
       if (o_.cost == "predicted") predict_cost(*s, t);
@@ -470,7 +470,7 @@ class Searcher {
     for (size_t i : which) {
       if (!trials_[i].error.empty()) continue;
       const search::Candidate c = candidate_of(trials_[i]);
-      sessions.emplace_back(i, compile(build(c, nullptr, nullptr, nullptr, nullptr), c));
+      sessions.emplace_back(i, compile(build(c), c));
     }
     for (int round = 0; round < kRounds; ++round)
       for (auto& [i, s] : sessions) {
@@ -652,7 +652,7 @@ class Searcher {
     const search::Candidate c = candidate_of(t);
     const std::string dir = fmt::format("{}/export/{}", o_.out_dir, rank);
     std::filesystem::create_directories(dir);
-    const Model built = build(c, nullptr, nullptr, nullptr, nullptr);
+    const Model built = build(c);
     built.save(dir + "/model.onnx", !built.joule_op_nodes().empty());
     ProfileOptions po;
     po.threads = {o_.threads};
