@@ -509,6 +509,13 @@ class Searcher {
   }
 
   // --- outputs ------------------------------------------------------------------------------
+  // The YAML files that reproduce a candidate: joule prune --config, joule quantize --config, --algo-file.
+  static void write_configs(const std::string& dir, const search::Candidate& c) {
+    if (c.quantized()) write_file_atomic(dir + "/quant.yaml", c.quant_yaml);
+    if (c.pruned()) write_file_atomic(dir + "/prune.yaml", c.prune_yaml());
+    if (const std::string a = c.algo_yaml(); !a.empty()) write_file_atomic(dir + "/algo.yaml", a);
+  }
+
   std::string describe(const Trial& t) const {
     std::map<std::string, int> by;
     for (const auto& [_, p] : t.precision) ++by[p];
@@ -552,9 +559,7 @@ class Searcher {
       const std::string dir = fmt::format("{}/front/{}", o_.out_dir, k);
       std::filesystem::create_directories(dir);
       const search::Candidate c = candidate_of(t);
-      if (c.quantized()) write_file_atomic(dir + "/quant.yaml", c.quant_yaml);
-      if (c.pruned()) write_file_atomic(dir + "/prune.yaml", c.prune_yaml());
-      if (!c.algo_yaml().empty()) write_file_atomic(dir + "/algo.yaml", c.algo_yaml());
+      write_configs(dir, c);
       write_file_atomic(dir + "/trial.json", j.dump(2) + "\n");
     }
     write_file_atomic(o_.out_dir + "/trials.csv", all);
@@ -666,9 +671,7 @@ class Searcher {
     j["metric"] = metric_;
     j["val"] = val_how_;
     write_file_atomic(dir + "/trial.json", j.dump(2) + "\n");
-    if (c.quantized()) write_file_atomic(dir + "/quant.yaml", c.quant_yaml);
-    if (c.pruned()) write_file_atomic(dir + "/prune.yaml", c.prune_yaml());
-    if (!c.algo_yaml().empty()) write_file_atomic(dir + "/algo.yaml", c.algo_yaml());
+    write_configs(dir, c);
   }
 
   const Model& m_;
