@@ -35,13 +35,15 @@ extern const Algorithm kSliceCopy;
 extern const Algorithm kSoftmaxSimd;
 extern const Algorithm kLayerNormSimd;
 extern const Algorithm kBatchNormSimd;
+extern const Algorithm kRecurrentFused;
+bool is_recurrent(const ir::Node& n);  // kernels/recurrent/recurrent.cpp
 
 const std::vector<const Algorithm*>& all_algorithms() {
   static const std::vector<const Algorithm*> all = {&kConvDirect, &kConvIm2colGemm, &kConvImplicitGemm, &kConvFft, &kConvWinograd, &kConvWinogradF2, &kConvOnednn, &kConvOnednnBf16,
                                                      &kGemmOnednnPacked, &kGemmOnednn, &kGemmBlas, &kGemmOnednnBf16, &kMatMulOnednnPacked, &kMatMulOnednn, &kMatMulBlas, &kMatMulOnednnBf16,
                                                      &kQConvOnednnInt8, &kQMatMulOnednnInt8, &kQConvEmulated, &kQMatMulEmulated, &kConvGradDataOnednn,
                                                      &kConvGradWeightOnednn, &kUnarySimd, &kBinarySimd, &kPoolSimd, &kTransposeTiled, &kConcatCopy, &kSliceCopy,
-                                                     &kSoftmaxSimd, &kLayerNormSimd, &kBatchNormSimd};
+                                                     &kSoftmaxSimd, &kLayerNormSimd, &kBatchNormSimd, &kRecurrentFused};
   return all;
 }
 
@@ -62,6 +64,7 @@ std::string op_class_of(const ir::Node& n) {
   if (is_pool(n)) return "pool";
   if (std::string m = movement_class(n); !m.empty()) return m;
   if (std::string m = norm_class(n); !m.empty()) return m;
+  if (is_recurrent(n)) return "recurrent";
   return "";
 }
 

@@ -118,10 +118,14 @@ int64_t BroadcastIndexer::offset(int64_t i) const {
   return o;
 }
 
-bool run_half_as_float(KernelContext& c, void (*run)(KernelContext&)) {
+namespace {
+
+// Runs `run` on float32 copies of the inputs whose dtype `widen` selects, converting float32
+// outputs back to input 0's dtype when it is one of them.
+bool run_widened(KernelContext& c, void (*run)(KernelContext&), bool (*widen)(DType)) {
   bool any = false;
   for (size_t i = 0; i < c.inputs.size(); ++i)
-    if (c.has(i) && is_half(c.inputs[i]->dtype())) any = true;
+    if (c.has(i) && widen(c.inputs[i]->dtype())) any = true;
   if (!any) return false;
   std::vector<Tensor> widened(c.inputs.size());
   KernelContext wc{c.node, c.opset, {}, {}, c.pool};
@@ -130,7 +134,7 @@ bool run_half_as_float(KernelContext& c, void (*run)(KernelContext&)) {
       wc.inputs.push_back(nullptr);
       continue;
     }
-    if (is_half(c.inputs[i]->dtype())) {
+    if (widen(c.inputs[i]->dtype())) {
       widened[i] = c.inputs[i]->cast(DType::Float32);
       wc.inputs.push_back(&widened[i]);
     } else {
@@ -142,9 +146,17 @@ bool run_half_as_float(KernelContext& c, void (*run)(KernelContext&)) {
   const DType back = c.has(0) ? c.inputs[0]->dtype() : DType::Undefined;
   for (size_t i = 0; i < wc.outputs.size(); ++i) {
     Tensor& o = wc.outputs[i];
-    c.outputs[i] = (is_half(back) && o.dtype() == DType::Float32) ? o.cast(back) : o;
+    c.outputs[i] = (widen(back) && o.dtype() == DType::Float32) ? o.cast(back) : o;
   }
   return true;
+}
+
+}  // namespace
+
+bool run_half_as_float(KernelContext& c, void (*run)(KernelContext&)) { return run_widened(c, run, is_half); }
+
+bool run_as_float32(KernelContext& c, void (*run)(KernelContext&)) {
+  return run_widened(c, run, [](DType t) { return is_half(t) || t == DType::Float64; });
 }
 
 double io_bytes(const CostContext& c) {

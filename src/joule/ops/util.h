@@ -89,6 +89,8 @@ inline bool is_half(DType t) { return t == DType::Float16 || t == DType::BFloat1
 // `run` on float32 copies of the half inputs and converts float32 outputs back to input 0's
 // half type (when input 0 is one). Returns false, doing nothing, when no input is half.
 bool run_half_as_float(KernelContext& c, void (*run)(KernelContext&));
+// The same for float16, bfloat16 and float64 inputs (kernels that compute in float32 only).
+bool run_as_float32(KernelContext& c, void (*run)(KernelContext&));
 
 // Bytes of all inputs and outputs of a node (absent or untyped ones count 0).
 double io_bytes(const CostContext& c);

@@ -1,0 +1,349 @@
+// The fast algorithm of LSTM, GRU and RNN ("recurrent" op class): per direction, the input
+// projection of every time step as one SGEMM (X [steps, input] x W^T) on the pool; then per
+// step the recurrent product h x R^T (an axpy-form matrix-vector kernel on R^T packed at
+// prepare time for small batches, SGEMM above) and the gate equations fused in one loop over
+// the hidden units, with vec_math's sigmoid/tanh (compiled for the baseline and AVX-512) when
+// the activations are the defaults, scalar libm activations otherwise. Independent work runs in
+// parallel without a barrier per step: each (direction, batch slice) pair walks its whole
+// sequence on one thread. The reference kernels (ops/lstm.cpp, gru.cpp, rnn.cpp) are the oracle.
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "joule/core/cpu_features.h"
+#include "joule/kernels/algorithm.h"
+#include "joule/kernels/gemm/sgemm.h"
+#include "joule/ops/recurrent_util.h"
+#include "joule/ops/vec_math.h"
+
+namespace joule::kernels {
+namespace {
+
+namespace vec = ops::vec;
+using ops::recurrent::Activation;
+using ops::recurrent::Fn;
+using ops::recurrent::Kind;
+using ops::recurrent::Spec;
+
+// Batch slices up to this many rows use the matrix-vector kernel; more use SGEMM.
+constexpr int64_t kMatvecRows = 8;
+
+// out[r, n] = sum_k h[r, k] * rt[k * ld + n] for n < N (rt: R^T, row stride ld).
+JOULE_ALWAYS_INLINE void matvec_body(const float* h, int64_t rows, int64_t K, const float* rt, int64_t ld, int64_t N,
+                                     float* out, int64_t out_ld) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* o = out + r * out_ld;
+    const float* hr = h + r * K;
+    for (int64_t n = 0; n < N; ++n) o[n] = 0.f;
+    int64_t k = 0;
+    for (; k + 4 <= K; k += 4) {
+      const float h0 = hr[k], h1 = hr[k + 1], h2 = hr[k + 2], h3 = hr[k + 3];
+      const float *r0 = rt + k * ld, *r1 = r0 + ld, *r2 = r1 + ld, *r3 = r2 + ld;
+      for (int64_t n = 0; n < N; ++n) o[n] += h0 * r0[n] + h1 * r1[n] + h2 * r2[n] + h3 * r3[n];
+    }
+    for (; k < K; ++k) {
+      const float hk = hr[k];
+      const float* r0 = rt + k * ld;
+      for (int64_t n = 0; n < N; ++n) o[n] += hk * r0[n];
+    }
+  }
+}
+void matvec_base(const float* h, int64_t rows, int64_t K, const float* rt, int64_t ld, int64_t N, float* out, int64_t out_ld) {
+  matvec_body(h, rows, K, rt, ld, N, out, out_ld);
+}
+JOULE_AVX512 void matvec_avx512(const float* h, int64_t rows, int64_t K, const float* rt, int64_t ld, int64_t N, float* out,
+                                int64_t out_ld) {
+  matvec_body(h, rows, K, rt, ld, N, out, out_ld);
+}
+
+// The gate equations of one batch row. xw: the input projection with the biases added (for
+// GRU's candidate only W's bias), hr: h x R^T, state h (and LSTM's c) updated in place.
+struct GateArgs {
+  const float* xw;
+  const float* hr;
+  const float* peep;     // LSTM: [3H] i, o, f (zeros when the node has none)
+  const float* rbh;      // GRU: the candidate's recurrent bias
+  float* h;
+  float* c;
+  float* z;              // GRU scratch [H] (linear_before_reset = 0: z between the two phases)
+  int64_t H;
+  float clip;            // +inf when none
+  bool input_forget;
+};
+
+JOULE_ALWAYS_INLINE float clampf(float x, float c) { return x < -c ? -c : (x > c ? c : x); }
+
+// Default activations use vec_math; otherwise the spec's scalar functions.
+template <bool kDefault>
+JOULE_ALWAYS_INLINE float act(const Activation& a, float x, Fn def) {
+  if constexpr (kDefault) return def == Fn::kSigmoid ? vec::sigmoid(x) : vec::tanh(x);
+  else return ops::recurrent::activate(a, x);
+}
+
+template <bool kDefault>
+JOULE_ALWAYS_INLINE void lstm_body(const GateArgs& g, const Activation* a) {
+  const int64_t H = g.H;
+  const float *pi = g.peep, *po = g.peep + H, *pf = g.peep + 2 * H;
+  for (int64_t j = 0; j < H; ++j) {
+    const float c0 = g.c[j];
+    const float i = act<kDefault>(a[0], clampf(g.xw[j] + g.hr[j] + pi[j] * c0, g.clip), Fn::kSigmoid);
+    const float f = g.input_forget ? 1.f - i
+                                   : act<kDefault>(a[0], clampf(g.xw[2 * H + j] + g.hr[2 * H + j] + pf[j] * c0, g.clip), Fn::kSigmoid);
+    const float cand = act<kDefault>(a[1], clampf(g.xw[3 * H + j] + g.hr[3 * H + j], g.clip), Fn::kTanh);
+    const float c1 = f * c0 + i * cand;
+    const float o = act<kDefault>(a[0], clampf(g.xw[H + j] + g.hr[H + j] + po[j] * c1, g.clip), Fn::kSigmoid);
+    g.c[j] = c1;
+    g.h[j] = o * act<kDefault>(a[2], c1, Fn::kTanh);
+  }
+}
+
+// GRU, linear_before_reset = 1: one pass.
+template <bool kDefault>
+JOULE_ALWAYS_INLINE void gru_lbr_body(const GateArgs& g, const Activation* a) {
+  const int64_t H = g.H;
+  for (int64_t j = 0; j < H; ++j) {
+    const float z = act<kDefault>(a[0], clampf(g.xw[j] + g.hr[j], g.clip), Fn::kSigmoid);
+    const float r = act<kDefault>(a[0], clampf(g.xw[H + j] + g.hr[H + j], g.clip), Fn::kSigmoid);
+    const float cand = act<kDefault>(a[1], clampf(g.xw[2 * H + j] + r * (g.hr[2 * H + j] + g.rbh[j]), g.clip), Fn::kTanh);
+    g.h[j] = (1.f - z) * cand + z * g.h[j];
+  }
+}
+
+// GRU, linear_before_reset = 0, phase 1: z into g.z, r (.) h into g.c (the product's input).
+template <bool kDefault>
+JOULE_ALWAYS_INLINE void gru_zr_body(const GateArgs& g, const Activation* a) {
+  const int64_t H = g.H;
+  for (int64_t j = 0; j < H; ++j) {
+    g.z[j] = act<kDefault>(a[0], clampf(g.xw[j] + g.hr[j], g.clip), Fn::kSigmoid);
+    g.c[j] = act<kDefault>(a[0], clampf(g.xw[H + j] + g.hr[H + j], g.clip), Fn::kSigmoid) * g.h[j];
+  }
+}
+// Phase 2: hr holds (r (.) h) x Rh^T.
+template <bool kDefault>
+JOULE_ALWAYS_INLINE void gru_h_body(const GateArgs& g, const Activation* a) {
+  const int64_t H = g.H;
+  for (int64_t j = 0; j < H; ++j) {
+    const float cand = act<kDefault>(a[1], clampf(g.xw[2 * H + j] + g.hr[j] + g.rbh[j], g.clip), Fn::kTanh);
+    g.h[j] = (1.f - g.z[j]) * cand + g.z[j] * g.h[j];
+  }
+}
+
+template <bool kDefault>
+JOULE_ALWAYS_INLINE void rnn_body(const GateArgs& g, const Activation* a) {
+  for (int64_t j = 0; j < g.H; ++j) g.h[j] = act<kDefault>(a[0], clampf(g.xw[j] + g.hr[j], g.clip), Fn::kTanh);
+}
+
+enum Step { kLstm, kGruLbr, kGruZr, kGruH, kRnn, kSteps };
+using StepFn = void (*)(const GateArgs&, const Activation*);
+
+template <int S, bool D>
+JOULE_ALWAYS_INLINE void step_body(const GateArgs& g, const Activation* a) {
+  if constexpr (S == kLstm) lstm_body<D>(g, a);
+  if constexpr (S == kGruLbr) gru_lbr_body<D>(g, a);
+  if constexpr (S == kGruZr) gru_zr_body<D>(g, a);
+  if constexpr (S == kGruH) gru_h_body<D>(g, a);
+  if constexpr (S == kRnn) rnn_body<D>(g, a);
+}
+template <int S, bool D>
+void step_base(const GateArgs& g, const Activation* a) {
+  step_body<S, D>(g, a);
+}
+template <int S>
+JOULE_AVX512 void step_avx512(const GateArgs& g, const Activation* a) {
+  step_body<S, true>(g, a);
+}
+
+template <int S>
+StepFn step_fn(bool default_acts) {
+  if (!default_acts) return &step_base<S, false>;
+  return cpu_features().avx512 ? &step_avx512<S> : &step_base<S, true>;
+}
+
+// True when direction `dir`'s activations are the op's defaults (the vec_math path).
+bool default_activations(const Spec& s, int dir) {
+  static const Fn lstm[] = {Fn::kSigmoid, Fn::kTanh, Fn::kTanh}, gru[] = {Fn::kSigmoid, Fn::kTanh}, rnn[] = {Fn::kTanh};
+  const Fn* want = s.kind == Kind::kLstm ? lstm : s.kind == Kind::kGru ? gru : rnn;
+  for (int k = 0; k < s.acts_per_dir; ++k)
+    if (s.act(dir, k).fn != want[k]) return false;
+  return true;
+}
+
+std::string supports(const NodeView& v) {
+  if (!v.has(0) || v.in_types[0]->dtype != DType::Float32) return "not float32";
+  for (size_t i : {size_t{1}, size_t{2}, size_t{3}, size_t{7}})
+    if (v.has(i) && !v.constant(i)) return "W, R, B and P must be constants";
+  const std::string op = v.node.op_type;
+  const Kind kind = op == "LSTM" ? Kind::kLstm : op == "GRU" ? Kind::kGru : Kind::kRnn;
+  if (std::string why = ops::recurrent::check(v.node, kind); !why.empty()) return why;
+  return "";
+}
+
+double estimate_ms(const NodeView& v) {
+  Shape x, w;
+  if (!v.static_shape(0, &x) || !v.static_shape(1, &w) || x.size() != 3 || w.size() != 3) return 0.01;
+  const double flops = 2.0 * static_cast<double>(x[0] * x[1]) * static_cast<double>(w[0] * w[1]) *
+                       static_cast<double>(w[2] + w[1] / (v.node.op_type == "LSTM" ? 4 : v.node.op_type == "GRU" ? 3 : 1));
+  return sgemm_estimate_ms(Blas::kOnednn, flops, 1);
+}
+
+class RecurrentKernel final : public Kernel {
+ public:
+  explicit RecurrentKernel(const NodeView& v) {
+    const std::string op = v.node.op_type;
+    s_ = ops::recurrent::parse(v.node, op == "LSTM" ? Kind::kLstm : op == "GRU" ? Kind::kGru : Kind::kRnn);
+    H_ = s_.hidden;
+    GH_ = s_.gates * H_;
+    const Tensor& W = *v.constant(1);
+    const Tensor& R = *v.constant(2);
+    if (W.dtype() != DType::Float32 || R.dtype() != DType::Float32 || W.rank() != 3 || R.shape() != Shape{s_.dirs, GH_, H_} ||
+        W.dim(0) != s_.dirs || W.dim(1) != GH_)
+      fail(v.node.where() + ": W " + W.describe() + " or R " + R.describe() + " does not match hidden_size and direction");
+    I_ = W.dim(2);
+    w_.assign(W.data<float>(), W.data<float>() + W.numel());
+    rt_.resize(static_cast<size_t>(s_.dirs * H_ * GH_));
+    for (int d = 0; d < s_.dirs; ++d)
+      for (int64_t n = 0; n < GH_; ++n)
+        for (int64_t k = 0; k < H_; ++k) rt_[static_cast<size_t>((d * H_ + k) * GH_ + n)] = R.data<float>()[(d * GH_ + n) * H_ + k];
+    // Biases folded into the projection: Wb + Rb, except GRU's candidate Rbh (kept apart).
+    bias_.assign(static_cast<size_t>(s_.dirs * GH_), 0.f);
+    rbh_.assign(static_cast<size_t>(s_.dirs * H_), 0.f);
+    if (const Tensor* B = v.constant(3)) {
+      if (B->dtype() != DType::Float32 || B->shape() != Shape{s_.dirs, 2 * GH_}) fail(v.node.where() + ": B " + B->describe() + " has the wrong shape");
+      const float* b = B->data<float>();
+      for (int d = 0; d < s_.dirs; ++d)
+        for (int64_t n = 0; n < GH_; ++n) {
+          const float wb = b[d * 2 * GH_ + n], rb = b[d * 2 * GH_ + GH_ + n];
+          const bool apart = s_.kind == Kind::kGru && n >= 2 * H_;
+          bias_[static_cast<size_t>(d * GH_ + n)] = apart ? wb : wb + rb;
+          if (apart) rbh_[static_cast<size_t>(d * H_ + n - 2 * H_)] = rb;
+        }
+    }
+    peep_.assign(static_cast<size_t>(s_.dirs * 3 * H_), 0.f);
+    if (const Tensor* P = s_.kind == Kind::kLstm ? v.constant(7) : nullptr) {
+      if (P->dtype() != DType::Float32 || P->shape() != Shape{s_.dirs, 3 * H_}) fail(v.node.where() + ": P " + P->describe() + " has the wrong shape");
+      peep_.assign(P->data<float>(), P->data<float>() + P->numel());
+    }
+    for (int d = 0; d < s_.dirs; ++d) default_.push_back(default_activations(s_, d));
+    clip_ = s_.clip > 0 ? s_.clip : std::numeric_limits<float>::infinity();
+  }
+
+  bool reads_input(size_t i) const override { return i == 0 || i >= 4; }
+  std::string detail() const override { return "projection sgemm + fused gates"; }
+
+  void run(ops::KernelContext& k) const override {
+    const ops::recurrent::Dims d = ops::recurrent::dims_of(k, s_);
+    if (d.input != I_) fail(k.node.where() + ": X " + k.in(0).describe() + " differs from W's input size " + std::to_string(I_));
+    const std::vector<int64_t> lens = ops::recurrent::sequence_lengths(k, d);
+    const ops::recurrent::Outputs out = ops::recurrent::allocate_outputs(k, s_, d);
+    const int64_t steps = d.seq * d.batch;
+    // The input projection of every step and direction: xw[dir][row] = x[row] W^T + bias.
+    std::vector<float> xw(static_cast<size_t>(s_.dirs * steps * GH_));
+    for (int dir = 0; dir < s_.dirs; ++dir) {
+      float* p = xw.data() + dir * steps * GH_;
+      const float* b = bias_.data() + dir * GH_;
+      for (int64_t r = 0; r < steps; ++r) std::memcpy(p + r * GH_, b, static_cast<size_t>(GH_) * sizeof(float));
+      if (steps > 0)
+        parallel_sgemm(Blas::kOnednn, *k.pool, false, true, steps, GH_, I_, 1.f, k.in(0).data<float>(), I_,
+                       w_.data() + dir * GH_ * I_, I_, 1.f, p, GH_);
+    }
+    // (direction, batch slice) pairs, each on one thread for the whole sequence.
+    const int threads = k.pool->threads();
+    const int64_t per_dir = std::max<int64_t>(1, std::min<int64_t>(d.batch, threads / s_.dirs));
+    const int64_t items = s_.dirs * per_dir;
+    auto body = [&](int64_t begin, int64_t end) {
+      for (int64_t it = begin; it < end; ++it) {
+        const int dir = static_cast<int>(it / per_dir);
+        const int64_t slice = it % per_dir;
+        const int64_t b0 = d.batch * slice / per_dir, b1 = d.batch * (slice + 1) / per_dir;
+        walk(k, d, lens, out, xw.data() + dir * steps * GH_, dir, b0, b1, items == 1 ? threads : 1);
+      }
+    };
+    if (items > 1) k.pool->parallel_for(items, body);
+    else body(0, items);
+  }
+
+ private:
+  // Rows [b0, b1) of direction `dir` through their whole sequences. `threads` > 1 only when this
+  // is the only work item (then the SGEMM of a large batch slice uses the pool).
+  void walk(ops::KernelContext& k, const ops::recurrent::Dims& d, const std::vector<int64_t>& lens,
+            const ops::recurrent::Outputs& out, const float* xw, int dir, int64_t b0, int64_t b1, int threads) const {
+    const int64_t rows = b1 - b0;
+    const ops::recurrent::Layout l{d, s_.dirs, H_, s_.batch_major};
+    std::vector<float> h(static_cast<size_t>(rows * H_)), c(static_cast<size_t>(rows * H_)), hr(static_cast<size_t>(rows * GH_)),
+        z(static_cast<size_t>(H_)), rh(static_cast<size_t>(H_)), hr2(static_cast<size_t>(H_));
+    for (int64_t r = 0; r < rows; ++r) {
+      ops::recurrent::initial_state(k, 5, s_, d, dir, b0 + r, h.data() + r * H_);
+      ops::recurrent::initial_state(k, s_.kind == Kind::kLstm ? 6 : 99, s_, d, dir, b0 + r, c.data() + r * H_);
+    }
+    const float* rt = rt_.data() + dir * H_ * GH_;
+    const Activation* acts = &s_.act(dir, 0);
+    const bool def = default_[static_cast<size_t>(dir)];
+    const bool gru_two_phase = s_.kind == Kind::kGru && !s_.linear_before_reset;
+    const StepFn main_step = s_.kind == Kind::kLstm ? step_fn<kLstm>(def)
+                             : s_.kind == Kind::kRnn ? step_fn<kRnn>(def)
+                             : gru_two_phase        ? step_fn<kGruZr>(def)
+                                                    : step_fn<kGruLbr>(def);
+    const StepFn gru_h = step_fn<kGruH>(def);
+    const auto matvec = cpu_features().avx512 ? &matvec_avx512 : &matvec_base;
+    // h x R^T restricted to columns [n0, n0 + N) of R^T, for the rows in `in` (row stride K = H).
+    auto product = [&](const float* in, int64_t n0, int64_t N, float* dst) {
+      if (rows <= kMatvecRows) {
+        matvec(in, rows, H_, rt + n0, GH_, N, dst, GH_);
+      } else if (threads > 1) {
+        parallel_sgemm(Blas::kOnednn, *k.pool, false, false, rows, N, H_, 1.f, in, H_, rt + n0, GH_, 0.f, dst, GH_);
+      } else {
+        sgemm(Blas::kOnednn, 1, false, false, rows, N, H_, 1.f, in, H_, rt + n0, GH_, 0.f, dst, GH_);
+      }
+    };
+    int64_t max_len = 0;
+    for (int64_t b = b0; b < b1; ++b) max_len = std::max(max_len, lens[static_cast<size_t>(b)]);
+    const size_t hb = static_cast<size_t>(H_) * sizeof(float);
+    for (int64_t step = 0; step < max_len; ++step) {
+      product(h.data(), 0, gru_two_phase ? 2 * H_ : GH_, hr.data());
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t b = b0 + r, len = lens[static_cast<size_t>(b)];
+        if (step >= len) continue;  // this entry's sequence has ended: its state stays
+        const int64_t t = s_.dir_reversed(dir) ? len - 1 - step : step;
+        GateArgs g{xw + l.x_row(t, b) * GH_, hr.data() + r * GH_, peep_.data() + dir * 3 * H_, rbh_.data() + dir * H_,
+                   h.data() + r * H_, c.data() + r * H_, z.data(), H_, clip_, s_.input_forget};
+        if (gru_two_phase) {
+          g.c = rh.data();  // phase 1 writes z and r (.) h
+          main_step(g, acts);
+          matvec(rh.data(), 1, H_, rt + 2 * H_, GH_, H_, hr2.data(), H_);
+          g.hr = hr2.data();
+          gru_h(g, acts);
+        } else {
+          main_step(g, acts);
+        }
+        if (out.y) std::memcpy(out.y + l.y_off(t, dir, b), g.h, hb);
+      }
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      if (out.y_h) std::memcpy(out.y_h + l.state_off(dir, b0 + r), h.data() + r * H_, hb);
+      if (out.y_c) std::memcpy(out.y_c + l.state_off(dir, b0 + r), c.data() + r * H_, hb);
+    }
+  }
+
+  Spec s_;
+  int64_t H_ = 0, GH_ = 0, I_ = 0;
+  std::vector<float> w_, rt_, bias_, rbh_, peep_;
+  std::vector<bool> default_;
+  float clip_ = 0;
+};
+
+std::unique_ptr<Kernel> prepare(const NodeView& v) { return std::make_unique<RecurrentKernel>(v); }
+
+}  // namespace
+
+bool is_recurrent(const ir::Node& n) {
+  return (n.domain.empty() || n.domain == "ai.onnx") && (n.op_type == "LSTM" || n.op_type == "GRU" || n.op_type == "RNN");
+}
+
+extern const Algorithm kRecurrentFused;
+const Algorithm kRecurrentFused{"recurrent", "gemm_fused",
+                                "float32 LSTM/GRU/RNN: the input projection of all steps as one SGEMM, the recurrent "
+                                "product per step with the gate equations fused, directions and batch slices over threads",
+                                supports, estimate_ms, prepare};
+
+}  // namespace joule::kernels
