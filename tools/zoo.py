@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""The zoo benchmark (issue 23): 22 torchvision architectures and a BERT-style encoder, joule
+"""The zoo benchmark (issues 23, 25): 22 torchvision architectures, a BERT-style encoder and LSTM, GRU
+and RNN sequence classifiers, joule
 checked against PyTorch and timed against ONNX Runtime and PyTorch.
 
     export DIR [--models a,b]
@@ -53,14 +54,18 @@ import bench_peers  # noqa: E402  (run_json, OPENBLAS)
 
 FORMAT = {"opset": 13, "version": 2}  # in DIR/NAME/zoo.json; change it to redo every export
 BERT = "bert_encoder"
-# name -> input size (H = W); BERT: [batch, 128, 768] hidden states.
+# name -> input size (H = W); BERT: [batch, 128, 768] hidden states; RECURRENT: [batch, 64, 64].
 ZOO = {
     "resnet18": 224, "resnet50": 224, "resnext50_32x4d": 224, "wide_resnet50_2": 224, "mobilenet_v2": 224,
     "mobilenet_v3_small": 224, "mobilenet_v3_large": 224, "efficientnet_b0": 224, "regnet_x_400mf": 224,
     "regnet_y_400mf": 224, "mnasnet0_5": 224, "shufflenet_v2_x0_5": 224, "squeezenet1_0": 224,
     "densenet121": 224, "googlenet": 224, "inception_v3": 299, "alexnet": 224, "vgg11": 224, "vgg16": 224,
     "convnext_tiny": 224, "swin_t": 224, "vit_b_16": 224, BERT: 128,
+    "lstm_bi2": 64, "gru2": 64, "rnn2": 64,
 }
+# Sequence classifiers (input [batch, 64 steps, 64 features]): torch.nn.LSTM/GRU/RNN, hidden 128,
+# batch_first, the last step's output through a Linear head.
+RECURRENT = {"lstm_bi2": ("LSTM", 2, True), "gru2": ("GRU", 2, False), "rnn2": ("RNN", 2, False)}
 
 
 def make_net(name):
@@ -82,6 +87,18 @@ def make_net(name):
                 h = self.encoder(self.norm(x))
                 return self.head(torch.tanh(self.pooler(h[:, 0])))
         net = Bert()
+    elif name in RECURRENT:
+        kind, layers, bi = RECURRENT[name]
+
+        class Recurrent(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.rnn = getattr(torch.nn, kind)(64, 128, num_layers=layers, batch_first=True, bidirectional=bi)
+                self.head = torch.nn.Linear(256 if bi else 128, 10)
+
+            def forward(self, x):
+                return self.head(self.rnn(x)[0][:, -1])
+        net = Recurrent()
     else:
         kw = {"aux_logits": False, "init_weights": True} if name in ("googlenet", "inception_v3") else {}
         net = getattr(torchvision.models, name)(weights=None, **kw)
@@ -94,7 +111,7 @@ def make_net(name):
 
 def make_input(name, batch):
     import torch
-    shape = (batch, 128, 768) if name == BERT else (batch, 3, ZOO[name], ZOO[name])
+    shape = (batch, 128, 768) if name == BERT else (batch, 64, 64) if name in RECURRENT else (batch, 3, ZOO[name], ZOO[name])
     return torch.randn(*shape, generator=torch.Generator().manual_seed(1))
 
 

@@ -156,10 +156,8 @@ Cost cost(const CostContext& c, Kind kind) {
   return r;
 }
 
-Dims dims_of(const KernelContext& c, const Spec& s) {
+Dims dims_of(const KernelContext& c, const Spec& s, bool weights) {
   const Tensor& x = c.in(0);
-  const Tensor& w = c.in(1);
-  const Tensor& r = c.in(2);
   const ir::Node& n = c.node;
   if (x.rank() != 3) fail(n.where() + ": X must have rank 3, got " + x.describe());
   Dims d;
@@ -172,16 +170,16 @@ Dims dims_of(const KernelContext& c, const Spec& s) {
     if (c.has(i) && c.in(i).shape() != want)
       fail(n.where() + ": " + what + " must be " + shape_str(want) + ", got " + c.in(i).describe());
   };
-  if (w.shape() != Shape{s.dirs, gh, d.input}) fail(n.where() + ": W must be " + shape_str({s.dirs, gh, d.input}) + ", got " + w.describe());
-  if (r.shape() != Shape{s.dirs, gh, s.hidden}) fail(n.where() + ": R must be " + shape_str({s.dirs, gh, s.hidden}) + ", got " + r.describe());
-  expect(3, "B", {s.dirs, 2 * gh});
+  if (weights) {
+    expect(1, "W", {s.dirs, gh, d.input});
+    expect(2, "R", {s.dirs, gh, s.hidden});
+    expect(3, "B", {s.dirs, 2 * gh});
+    if (s.kind == Kind::kLstm) expect(7, "P", {s.dirs, 3 * s.hidden});
+  }
   expect(4, "sequence_lens", {d.batch});
   const Shape state = s.batch_major ? Shape{d.batch, s.dirs, s.hidden} : Shape{s.dirs, d.batch, s.hidden};
   expect(5, "initial_h", state);
-  if (s.kind == Kind::kLstm) {
-    expect(6, "initial_c", state);
-    expect(7, "P", {s.dirs, 3 * s.hidden});
-  }
+  if (s.kind == Kind::kLstm) expect(6, "initial_c", state);
   return d;
 }
 
@@ -224,7 +222,7 @@ void initial_state(const KernelContext& c, size_t index, const Spec& s, const Di
 
 void run_reference(KernelContext& c, Kind kind, const Cell& cell) {
   const Spec s = parse(c.node, kind);
-  const Dims d = dims_of(c, s);
+  const Dims d = dims_of(c, s, true);
   const std::vector<int64_t> lens = sequence_lengths(c, d);
   const Outputs o = allocate_outputs(c, s, d);
   const Layout l{d, s.dirs, s.hidden, s.batch_major};

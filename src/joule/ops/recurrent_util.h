@@ -55,11 +55,12 @@ inline float clip_value(float x, float clip) { return clip > 0 ? (x < -clip ? -c
 void infer(InferContext& c, Kind kind);
 Cost cost(const CostContext& c, Kind kind);
 
-// Sizes read from X (and checked against W, R, B, states, P).
+// Sizes read from X; sequence_lens and the initial states checked against them, and W, R, B
+// and P when `weights` (a fast kernel that packed its own copies checks those at prepare time).
 struct Dims {
   int64_t seq = 0, batch = 0, input = 0;
 };
-Dims dims_of(const KernelContext& c, const Spec& s);
+Dims dims_of(const KernelContext& c, const Spec& s, bool weights);
 
 // sequence_lens as int64 per batch entry (seq when absent); checked to lie in [0, seq].
 std::vector<int64_t> sequence_lengths(const KernelContext& c, const Dims& d);

@@ -11,6 +11,8 @@
 #include <limits>
 #include <vector>
 
+#include <immintrin.h>
+
 #include "joule/core/cpu_features.h"
 #include "joule/kernels/algorithm.h"
 #include "joule/kernels/gemm/sgemm.h"
@@ -29,32 +31,46 @@ using ops::recurrent::Spec;
 // Batch slices up to this many rows use the matrix-vector kernel; more use SGEMM.
 constexpr int64_t kMatvecRows = 8;
 
-// out[r, n] = sum_k h[r, k] * rt[k * ld + n] for n < N (rt: R^T, row stride ld).
-JOULE_ALWAYS_INLINE void matvec_body(const float* h, int64_t rows, int64_t K, const float* rt, int64_t ld, int64_t N,
-                                     float* out, int64_t out_ld) {
+// out[r, n] = sum_k h[r, k] * rt[k * ld + n] for n < N (rt: R^T, row stride ld): axpy-wise
+// over k. The baseline build; AVX-512 below.
+void matvec_base(const float* h, int64_t rows, int64_t K, const float* rt, int64_t ld, int64_t N, float* out, int64_t out_ld) {
   for (int64_t r = 0; r < rows; ++r) {
     float* o = out + r * out_ld;
     const float* hr = h + r * K;
     for (int64_t n = 0; n < N; ++n) o[n] = 0.f;
-    int64_t k = 0;
-    for (; k + 4 <= K; k += 4) {
-      const float h0 = hr[k], h1 = hr[k + 1], h2 = hr[k + 2], h3 = hr[k + 3];
-      const float *r0 = rt + k * ld, *r1 = r0 + ld, *r2 = r1 + ld, *r3 = r2 + ld;
-      for (int64_t n = 0; n < N; ++n) o[n] += h0 * r0[n] + h1 * r1[n] + h2 * r2[n] + h3 * r3[n];
-    }
-    for (; k < K; ++k) {
+    for (int64_t k = 0; k < K; ++k) {
       const float hk = hr[k];
-      const float* r0 = rt + k * ld;
-      for (int64_t n = 0; n < N; ++n) o[n] += hk * r0[n];
+      const float* row = rt + k * ld;
+      for (int64_t n = 0; n < N; ++n) o[n] += hk * row[n];
     }
   }
 }
-void matvec_base(const float* h, int64_t rows, int64_t K, const float* rt, int64_t ld, int64_t N, float* out, int64_t out_ld) {
-  matvec_body(h, rows, K, rt, ld, N, out, out_ld);
-}
+
+// The same with the sums of 128 columns in 8 registers over all of k (one load of R^T per FMA,
+// eight independent FMA chains), then 16 columns at a time, the last ones masked.
 JOULE_AVX512 void matvec_avx512(const float* h, int64_t rows, int64_t K, const float* rt, int64_t ld, int64_t N, float* out,
                                 int64_t out_ld) {
-  matvec_body(h, rows, K, rt, ld, N, out, out_ld);
+  for (int64_t r = 0; r < rows; ++r) {
+    float* o = out + r * out_ld;
+    const float* hr = h + r * K;
+    int64_t n0 = 0;
+    for (; n0 + 128 <= N; n0 += 128) {
+      __m512 acc[8];
+      for (auto& v : acc) v = _mm512_setzero_ps();
+      for (int64_t k = 0; k < K; ++k) {
+        const __m512 hk = _mm512_set1_ps(hr[k]);
+        const float* row = rt + k * ld + n0;
+        for (int u = 0; u < 8; ++u) acc[u] = _mm512_fmadd_ps(hk, _mm512_loadu_ps(row + 16 * u), acc[u]);
+      }
+      for (int u = 0; u < 8; ++u) _mm512_storeu_ps(o + n0 + 16 * u, acc[u]);
+    }
+    for (; n0 < N; n0 += 16) {
+      const __mmask16 m = N - n0 >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (N - n0)) - 1);
+      __m512 acc = _mm512_setzero_ps();
+      for (int64_t k = 0; k < K; ++k) acc = _mm512_fmadd_ps(_mm512_set1_ps(hr[k]), _mm512_maskz_loadu_ps(m, rt + k * ld + n0), acc);
+      _mm512_mask_storeu_ps(o + n0, m, acc);
+    }
+  }
 }
 
 // The gate equations of one batch row. xw: the input projection with the biases added (for
@@ -64,9 +80,10 @@ struct GateArgs {
   const float* hr;
   const float* peep;     // LSTM: [3H] i, o, f (zeros when the node has none)
   const float* rbh;      // GRU: the candidate's recurrent bias
+  const float* zeros;    // [H] zeros
   float* h;
-  float* c;
-  float* z;              // GRU scratch [H] (linear_before_reset = 0: z between the two phases)
+  float* c;              // LSTM: the cell state; GRU (linear_before_reset = 0): r (.) h out of phase 1
+  float* scratch;        // [5H]; GRU keeps z in its first H between the two phases
   int64_t H;
   float clip;            // +inf when none
   bool input_forget;
@@ -81,57 +98,73 @@ JOULE_ALWAYS_INLINE float act(const Activation& a, float x, Fn def) {
   else return ops::recurrent::activate(a, x);
 }
 
-template <bool kDefault>
+// dst[j] = act(clip(x[j] + y[j] + p[j] s[j])), j < n. Each loop stores one array: GCC
+// vectorises these (it does not if-convert a loop that stores two arrays around the selects of
+// sigmoid and tanh).
+template <bool kDefault, Fn kFn>
+JOULE_ALWAYS_INLINE void gate(float* __restrict dst, const float* __restrict x, const float* __restrict y,
+                              const float* __restrict p, const float* __restrict s, int64_t n, float clip, const Activation& a) {
+  for (int64_t j = 0; j < n; ++j) dst[j] = act<kDefault>(a, clampf(x[j] + y[j] + p[j] * s[j], clip), kFn);
+}
+
+template <bool D>
 JOULE_ALWAYS_INLINE void lstm_body(const GateArgs& g, const Activation* a) {
   const int64_t H = g.H;
-  const float *pi = g.peep, *po = g.peep + H, *pf = g.peep + 2 * H;
-  for (int64_t j = 0; j < H; ++j) {
-    const float c0 = g.c[j];
-    const float i = act<kDefault>(a[0], clampf(g.xw[j] + g.hr[j] + pi[j] * c0, g.clip), Fn::kSigmoid);
-    const float f = g.input_forget ? 1.f - i
-                                   : act<kDefault>(a[0], clampf(g.xw[2 * H + j] + g.hr[2 * H + j] + pf[j] * c0, g.clip), Fn::kSigmoid);
-    const float cand = act<kDefault>(a[1], clampf(g.xw[3 * H + j] + g.hr[3 * H + j], g.clip), Fn::kTanh);
-    const float c1 = f * c0 + i * cand;
-    const float o = act<kDefault>(a[0], clampf(g.xw[H + j] + g.hr[H + j] + po[j] * c1, g.clip), Fn::kSigmoid);
-    g.c[j] = c1;
-    g.h[j] = o * act<kDefault>(a[2], c1, Fn::kTanh);
+  float* __restrict c = g.c;
+  float* __restrict h = g.h;
+  float *i = g.scratch, *f = i + H, *cand = f + H, *o = cand + H;
+  gate<D, Fn::kSigmoid>(i, g.xw, g.hr, g.peep, c, H, g.clip, a[0]);
+  if (g.input_forget) {
+    for (int64_t j = 0; j < H; ++j) f[j] = 1.f - i[j];
+  } else {
+    gate<D, Fn::kSigmoid>(f, g.xw + 2 * H, g.hr + 2 * H, g.peep + 2 * H, c, H, g.clip, a[0]);
   }
+  gate<D, Fn::kTanh>(cand, g.xw + 3 * H, g.hr + 3 * H, g.zeros, g.zeros, H, g.clip, a[1]);
+  for (int64_t j = 0; j < H; ++j) c[j] = f[j] * c[j] + i[j] * cand[j];
+  gate<D, Fn::kSigmoid>(o, g.xw + H, g.hr + H, g.peep + H, c, H, g.clip, a[0]);
+  for (int64_t j = 0; j < H; ++j) h[j] = o[j] * act<D>(a[2], c[j], Fn::kTanh);
 }
 
-// GRU, linear_before_reset = 1: one pass.
-template <bool kDefault>
+// GRU's update h = (1 - z) cand + z h.
+JOULE_ALWAYS_INLINE void gru_update(float* __restrict h, const float* __restrict z, const float* __restrict cand, int64_t H) {
+  for (int64_t j = 0; j < H; ++j) h[j] = (1.f - z[j]) * cand[j] + z[j] * h[j];
+}
+
+// GRU, linear_before_reset = 1: cand = g(xw + r (.) (h Rh^T + Rbh)).
+template <bool D>
 JOULE_ALWAYS_INLINE void gru_lbr_body(const GateArgs& g, const Activation* a) {
   const int64_t H = g.H;
-  for (int64_t j = 0; j < H; ++j) {
-    const float z = act<kDefault>(a[0], clampf(g.xw[j] + g.hr[j], g.clip), Fn::kSigmoid);
-    const float r = act<kDefault>(a[0], clampf(g.xw[H + j] + g.hr[H + j], g.clip), Fn::kSigmoid);
-    const float cand = act<kDefault>(a[1], clampf(g.xw[2 * H + j] + r * (g.hr[2 * H + j] + g.rbh[j]), g.clip), Fn::kTanh);
-    g.h[j] = (1.f - z) * cand + z * g.h[j];
-  }
+  float *z = g.scratch, *r = z + H, *t = r + H, *cand = t + H;
+  gate<D, Fn::kSigmoid>(z, g.xw, g.hr, g.zeros, g.zeros, H, g.clip, a[0]);
+  gate<D, Fn::kSigmoid>(r, g.xw + H, g.hr + H, g.zeros, g.zeros, H, g.clip, a[0]);
+  for (int64_t j = 0; j < H; ++j) t[j] = r[j] * (g.hr[2 * H + j] + g.rbh[j]);
+  gate<D, Fn::kTanh>(cand, g.xw + 2 * H, t, g.zeros, g.zeros, H, g.clip, a[1]);
+  gru_update(g.h, z, cand, H);
 }
 
-// GRU, linear_before_reset = 0, phase 1: z into g.z, r (.) h into g.c (the product's input).
-template <bool kDefault>
+// GRU, linear_before_reset = 0, phase 1: z into scratch, r (.) h into g.c (the input of the
+// candidate's product).
+template <bool D>
 JOULE_ALWAYS_INLINE void gru_zr_body(const GateArgs& g, const Activation* a) {
   const int64_t H = g.H;
-  for (int64_t j = 0; j < H; ++j) {
-    g.z[j] = act<kDefault>(a[0], clampf(g.xw[j] + g.hr[j], g.clip), Fn::kSigmoid);
-    g.c[j] = act<kDefault>(a[0], clampf(g.xw[H + j] + g.hr[H + j], g.clip), Fn::kSigmoid) * g.h[j];
-  }
+  float *z = g.scratch, *r = z + H;
+  gate<D, Fn::kSigmoid>(z, g.xw, g.hr, g.zeros, g.zeros, H, g.clip, a[0]);
+  gate<D, Fn::kSigmoid>(r, g.xw + H, g.hr + H, g.zeros, g.zeros, H, g.clip, a[0]);
+  for (int64_t j = 0; j < H; ++j) g.c[j] = r[j] * g.h[j];
 }
 // Phase 2: hr holds (r (.) h) x Rh^T.
-template <bool kDefault>
+template <bool D>
 JOULE_ALWAYS_INLINE void gru_h_body(const GateArgs& g, const Activation* a) {
   const int64_t H = g.H;
-  for (int64_t j = 0; j < H; ++j) {
-    const float cand = act<kDefault>(a[1], clampf(g.xw[2 * H + j] + g.hr[j] + g.rbh[j], g.clip), Fn::kTanh);
-    g.h[j] = (1.f - g.z[j]) * cand + g.z[j] * g.h[j];
-  }
+  float *z = g.scratch, *t = z + 2 * H, *cand = t + H;
+  for (int64_t j = 0; j < H; ++j) t[j] = g.hr[j] + g.rbh[j];
+  gate<D, Fn::kTanh>(cand, g.xw + 2 * H, t, g.zeros, g.zeros, H, g.clip, a[1]);
+  gru_update(g.h, z, cand, H);
 }
 
-template <bool kDefault>
+template <bool D>
 JOULE_ALWAYS_INLINE void rnn_body(const GateArgs& g, const Activation* a) {
-  for (int64_t j = 0; j < g.H; ++j) g.h[j] = act<kDefault>(a[0], clampf(g.xw[j] + g.hr[j], g.clip), Fn::kTanh);
+  gate<D, Fn::kTanh>(g.h, g.xw, g.hr, g.zeros, g.zeros, g.H, g.clip, a[0]);
 }
 
 enum Step { kLstm, kGruLbr, kGruZr, kGruH, kRnn, kSteps };
@@ -226,27 +259,26 @@ class RecurrentKernel final : public Kernel {
     }
     for (int d = 0; d < s_.dirs; ++d) default_.push_back(default_activations(s_, d));
     clip_ = s_.clip > 0 ? s_.clip : std::numeric_limits<float>::infinity();
+    zeros_.assign(static_cast<size_t>(H_), 0.f);
   }
 
   bool reads_input(size_t i) const override { return i == 0 || i >= 4; }
   std::string detail() const override { return "projection sgemm + fused gates"; }
 
   void run(ops::KernelContext& k) const override {
-    const ops::recurrent::Dims d = ops::recurrent::dims_of(k, s_);
+    const ops::recurrent::Dims d = ops::recurrent::dims_of(k, s_, false);
     if (d.input != I_) fail(k.node.where() + ": X " + k.in(0).describe() + " differs from W's input size " + std::to_string(I_));
     const std::vector<int64_t> lens = ops::recurrent::sequence_lengths(k, d);
     const ops::recurrent::Outputs out = ops::recurrent::allocate_outputs(k, s_, d);
     const int64_t steps = d.seq * d.batch;
-    // The input projection of every step and direction: xw[dir][row] = x[row] W^T + bias.
-    std::vector<float> xw(static_cast<size_t>(s_.dirs * steps * GH_));
-    for (int dir = 0; dir < s_.dirs; ++dir) {
-      float* p = xw.data() + dir * steps * GH_;
-      const float* b = bias_.data() + dir * GH_;
-      for (int64_t r = 0; r < steps; ++r) std::memcpy(p + r * GH_, b, static_cast<size_t>(GH_) * sizeof(float));
-      if (steps > 0)
-        parallel_sgemm(Blas::kOnednn, *k.pool, false, true, steps, GH_, I_, 1.f, k.in(0).data<float>(), I_,
-                       w_.data() + dir * GH_ * I_, I_, 1.f, p, GH_);
-    }
+    // The input projection of every step, both directions in one product (W is [dirs * GH, I]):
+    // xw[row, dir * GH + n] = x[row] W_dir^T + bias.
+    const int64_t ldx = s_.dirs * GH_;
+    std::vector<float> xw(static_cast<size_t>(steps * ldx));
+    for (int64_t r = 0; r < steps; ++r) std::memcpy(xw.data() + r * ldx, bias_.data(), static_cast<size_t>(ldx) * sizeof(float));
+    if (steps > 0)
+      parallel_sgemm(Blas::kOpenBlas, *k.pool, false, true, steps, ldx, I_, 1.f, k.in(0).data<float>(), I_, w_.data(), I_, 1.f,
+                     xw.data(), ldx);
     // (direction, batch slice) pairs, each on one thread for the whole sequence.
     const int threads = k.pool->threads();
     const int64_t per_dir = std::max<int64_t>(1, std::min<int64_t>(d.batch, threads / s_.dirs));
@@ -256,7 +288,7 @@ class RecurrentKernel final : public Kernel {
         const int dir = static_cast<int>(it / per_dir);
         const int64_t slice = it % per_dir;
         const int64_t b0 = d.batch * slice / per_dir, b1 = d.batch * (slice + 1) / per_dir;
-        walk(k, d, lens, out, xw.data() + dir * steps * GH_, dir, b0, b1, items == 1 ? threads : 1);
+        walk(k, d, lens, out, xw.data() + dir * GH_, ldx, dir, b0, b1, items == 1 ? threads : 1);
       }
     };
     if (items > 1) k.pool->parallel_for(items, body);
@@ -264,14 +296,15 @@ class RecurrentKernel final : public Kernel {
   }
 
  private:
-  // Rows [b0, b1) of direction `dir` through their whole sequences. `threads` > 1 only when this
+  // Rows [b0, b1) of direction `dir` through their whole sequences (xw: this direction's
+  // projection, row stride ldx). `threads` > 1 only when this
   // is the only work item (then the SGEMM of a large batch slice uses the pool).
   void walk(ops::KernelContext& k, const ops::recurrent::Dims& d, const std::vector<int64_t>& lens,
-            const ops::recurrent::Outputs& out, const float* xw, int dir, int64_t b0, int64_t b1, int threads) const {
+            const ops::recurrent::Outputs& out, const float* xw, int64_t ldx, int dir, int64_t b0, int64_t b1, int threads) const {
     const int64_t rows = b1 - b0;
     const ops::recurrent::Layout l{d, s_.dirs, H_, s_.batch_major};
     std::vector<float> h(static_cast<size_t>(rows * H_)), c(static_cast<size_t>(rows * H_)), hr(static_cast<size_t>(rows * GH_)),
-        z(static_cast<size_t>(H_)), rh(static_cast<size_t>(H_)), hr2(static_cast<size_t>(H_));
+        scratch(static_cast<size_t>(5 * H_)), rh(static_cast<size_t>(H_)), hr2(static_cast<size_t>(H_));
     for (int64_t r = 0; r < rows; ++r) {
       ops::recurrent::initial_state(k, 5, s_, d, dir, b0 + r, h.data() + r * H_);
       ops::recurrent::initial_state(k, s_.kind == Kind::kLstm ? 6 : 99, s_, d, dir, b0 + r, c.data() + r * H_);
@@ -291,9 +324,9 @@ class RecurrentKernel final : public Kernel {
       if (rows <= kMatvecRows) {
         matvec(in, rows, H_, rt + n0, GH_, N, dst, GH_);
       } else if (threads > 1) {
-        parallel_sgemm(Blas::kOnednn, *k.pool, false, false, rows, N, H_, 1.f, in, H_, rt + n0, GH_, 0.f, dst, GH_);
+        parallel_sgemm(Blas::kOpenBlas, *k.pool, false, false, rows, N, H_, 1.f, in, H_, rt + n0, GH_, 0.f, dst, GH_);
       } else {
-        sgemm(Blas::kOnednn, 1, false, false, rows, N, H_, 1.f, in, H_, rt + n0, GH_, 0.f, dst, GH_);
+        sgemm(Blas::kOpenBlas, 1, false, false, rows, N, H_, 1.f, in, H_, rt + n0, GH_, 0.f, dst, GH_);
       }
     };
     int64_t max_len = 0;
@@ -305,8 +338,8 @@ class RecurrentKernel final : public Kernel {
         const int64_t b = b0 + r, len = lens[static_cast<size_t>(b)];
         if (step >= len) continue;  // this entry's sequence has ended: its state stays
         const int64_t t = s_.dir_reversed(dir) ? len - 1 - step : step;
-        GateArgs g{xw + l.x_row(t, b) * GH_, hr.data() + r * GH_, peep_.data() + dir * 3 * H_, rbh_.data() + dir * H_,
-                   h.data() + r * H_, c.data() + r * H_, z.data(), H_, clip_, s_.input_forget};
+        GateArgs g{xw + l.x_row(t, b) * ldx, hr.data() + r * GH_, peep_.data() + dir * 3 * H_, rbh_.data() + dir * H_,
+                   zeros_.data(), h.data() + r * H_, c.data() + r * H_, scratch.data(), H_, clip_, s_.input_forget};
         if (gru_two_phase) {
           g.c = rh.data();  // phase 1 writes z and r (.) h
           main_step(g, acts);
@@ -327,7 +360,7 @@ class RecurrentKernel final : public Kernel {
 
   Spec s_;
   int64_t H_ = 0, GH_ = 0, I_ = 0;
-  std::vector<float> w_, rt_, bias_, rbh_, peep_;
+  std::vector<float> w_, rt_, bias_, rbh_, peep_, zeros_;
   std::vector<bool> default_;
   float clip_ = 0;
 };
