@@ -66,6 +66,20 @@ class TransformerEncoderClassifier(nn.Module):
         return self.head(x.mean(dim=1))
 
 
+class RecurrentClassifier(nn.Module):
+    """A sequence classifier on float input [batch, seq, features]: torch.nn.LSTM, GRU or RNN
+    (batch_first), the last step's output through a Linear head."""
+
+    def __init__(self, kind, layers, bidirectional, features, hidden, num_classes=10):
+        super().__init__()
+        self.rnn = getattr(nn, kind)(features, hidden, num_layers=layers, batch_first=True,
+                                     bidirectional=bidirectional)
+        self.head = nn.Linear(hidden * (2 if bidirectional else 1), num_classes)
+
+    def forward(self, x):
+        return self.head(self.rnn(x)[0][:, -1])
+
+
 def make_vit_small():
     from torchvision.models.vision_transformer import VisionTransformer
     return VisionTransformer(image_size=64, patch_size=8, num_layers=4,
@@ -80,12 +94,16 @@ MODELS = collections.OrderedDict([
     ("mobilenet_v3_small", (lambda: torchvision.models.mobilenet_v3_small(weights=None), (1, 3, 224, 224), 13)),
     ("vit_small", (make_vit_small, (1, 3, 64, 64), 14)),
     ("transformer_encoder", (TransformerEncoderClassifier, (1, 32, 128), 17)),
+    # Sequence classifiers, batch 3 (the recurrent kernels' batch paths).
+    ("lstm_bi2", (lambda: RecurrentClassifier("LSTM", 2, True, 32, 48), (3, 20, 32), 13)),
+    ("gru2", (lambda: RecurrentClassifier("GRU", 2, False, 32, 48), (3, 20, 32), 13)),
+    ("rnn_bi", (lambda: RecurrentClassifier("RNN", 1, True, 32, 48), (3, 20, 32), 13)),
     # Not exported by default (large); used for benchmarks.
     ("resnet50", (lambda: torchvision.models.resnet50(weights=None), (1, 3, 224, 224), 13)),
     ("vit_b_16", (lambda: torchvision.models.vit_b_16(weights=None), (1, 3, 224, 224), 14)),
 ])
 DEFAULT_MODELS = ["resnet18", "mobilenet_v2", "mobilenet_v3_small", "vit_small",
-                  "transformer_encoder"]
+                  "transformer_encoder", "lstm_bi2", "gru2", "rnn_bi"]
 
 
 def reinit_zero_linears(model):

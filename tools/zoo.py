@@ -88,17 +88,7 @@ def make_net(name):
                 return self.head(torch.tanh(self.pooler(h[:, 0])))
         net = Bert()
     elif name in RECURRENT:
-        kind, layers, bi = RECURRENT[name]
-
-        class Recurrent(torch.nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.rnn = getattr(torch.nn, kind)(64, 128, num_layers=layers, batch_first=True, bidirectional=bi)
-                self.head = torch.nn.Linear(256 if bi else 128, 10)
-
-            def forward(self, x):
-                return self.head(self.rnn(x)[0][:, -1])
-        net = Recurrent()
+        net = em.RecurrentClassifier(*RECURRENT[name], features=64, hidden=128)
     else:
         kw = {"aux_logits": False, "init_weights": True} if name in ("googlenet", "inception_v3") else {}
         net = getattr(torchvision.models, name)(weights=None, **kw)

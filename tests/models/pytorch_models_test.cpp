@@ -39,14 +39,15 @@ Diff compare(const Tensor& got, const Tensor& ref) {
 }
 
 class PyTorchModel : public ::testing::TestWithParam<std::string> {};
-
-}  // namespace
+// LSTM, GRU and RNN classifiers (batch 3): compared with PyTorch only (no W8A8 check: their
+// recurrent layers stay float).
+class PyTorchSequenceModel : public ::testing::TestWithParam<std::string> {};
 
 // Max relative error = max |joule - torch| / max |torch| over the output (<= 1e-4), same top-1.
-TEST_P(PyTorchModel, MatchesPyTorch) {
+void expect_matches_pytorch(const std::string& name) {
   const char* root = std::getenv("JOULE_MODEL_DIR");
   if (!root) GTEST_SKIP() << "JOULE_MODEL_DIR not set (make test exports the models)";
-  fs::path dir = fs::path(root) / GetParam();
+  fs::path dir = fs::path(root) / name;
   ASSERT_TRUE(fs::exists(dir / "model.onnx")) << dir << " missing: run `make fixtures`";
   runtime::Session s(onnx::load_model((dir / "model.onnx").string()));
   // joule's own shape inference gives every value of these static-input models a static shape.
@@ -64,11 +65,16 @@ TEST_P(PyTorchModel, MatchesPyTorch) {
   ASSERT_EQ(y.shape(), ref.shape());
   Diff d = compare(y, ref);
   std::printf("%-20s max abs err %.3g, max rel err %.3g, top-1 %lld/%lld, %.0f ms on %d threads\n",
-              GetParam().c_str(), d.max_abs, d.rel(), static_cast<long long>(d.argmax_got),
+              name.c_str(), d.max_abs, d.rel(), static_cast<long long>(d.argmax_got),
               static_cast<long long>(d.argmax_ref), ms, s.threads());
   EXPECT_LE(d.rel(), 1e-4);
   EXPECT_EQ(d.argmax_got, d.argmax_ref);
 }
+
+}  // namespace
+
+TEST_P(PyTorchModel, MatchesPyTorch) { expect_matches_pytorch(GetParam()); }
+TEST_P(PyTorchSequenceModel, MatchesPyTorch) { expect_matches_pytorch(GetParam()); }
 
 // W8A8 (int8 per-channel weights, uint8 per-tensor activations) calibrated on the model's input:
 // the simulation (--int8 simulated) computes what the integer plan (--int8 real) computes, code
@@ -102,3 +108,4 @@ TEST_P(PyTorchModel, Int8SimulationIsTheIntegerPlan) {
 INSTANTIATE_TEST_SUITE_P(Torchvision, PyTorchModel,
                          ::testing::Values("resnet18", "mobilenet_v2", "mobilenet_v3_small", "vit_small",
                                            "transformer_encoder"));
+INSTANTIATE_TEST_SUITE_P(Recurrent, PyTorchSequenceModel, ::testing::Values("lstm_bi2", "gru2", "rnn_bi"));
