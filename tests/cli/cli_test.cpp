@@ -83,18 +83,22 @@ TEST(Cli, BadInputExitsTwoWithOneLine) {
   expect_bad("info /no/such/model.onnx", "no such file");
   write_file_atomic((dir() / "trunc.onnx").string(), read_file(model_path()).substr(0, 40));
   expect_bad("info " + (dir() / "trunc.onnx").string(), "not a valid ONNX model");
-  // Unsupported ops: every one listed, with node names.
+  // Unsupported ops: every one listed, with node names, by every command that loads the model
+  // (a supported node after an unsupported one is not reported as reading a missing value).
   ir::Graph g = GraphBuilder()
                     .input("x", DType::Float32, {2})
                     .node("Frobnicate", {"x"}, {"a"}, {}, "frob1")
-                    .node("Twiddle", {"a"}, {"b"}, {}, "twid1")
+                    .node("Relu", {"a"}, {"a2"}, {}, "relu1")
+                    .node("Twiddle", {"a2"}, {"b"}, {}, "twid1")
                     .output("b")
                     .build();
   onnx::save_model(g, (dir() / "unsup.onnx").string());
   Tensor x(DType::Float32, {2});
   save_npy(x, (dir() / "x2.npy").string());
-  expect_bad("run " + (dir() / "unsup.onnx").string() + " -i " + (dir() / "x2.npy").string(), "frob1");
-  expect_bad("run " + (dir() / "unsup.onnx").string() + " -i " + (dir() / "x2.npy").string(), "twid1");
+  const std::string unsup = (dir() / "unsup.onnx").string(), x2 = " -i " + (dir() / "x2.npy").string();
+  for (const std::string& cmd : {"run " + unsup + x2, "info " + unsup, "info --plan " + unsup, "bench " + unsup + x2,
+                                 "profile " + unsup + x2})
+    for (const char* node : {"frob1", "twid1"}) expect_bad(cmd, node);
   // Wrong input shape and dtype.
   save_npy(Tensor(DType::Float32, {3, 3}), (dir() / "bad_shape.npy").string());
   expect_bad("run " + model_path() + " -i " + (dir() / "bad_shape.npy").string(), "expected shape [2,3]");

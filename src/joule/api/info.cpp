@@ -9,6 +9,7 @@
 #include "joule/core/error.h"
 #include "joule/core/file_util.h"
 #include "joule/ir/printer.h"
+#include "joule/passes/check_support.h"
 #include "joule/passes/infer_shapes.h"
 #include "joule/passes/model_info.h"
 
@@ -16,6 +17,7 @@ namespace joule::api {
 
 nlohmann::json info(const Model& model, const InfoOptions& o) {
   ir::Graph g = model.with_input_shapes(o.input_shapes).graph();
+  passes::require_supported(g, model.name());  // every unsupported op and type at once
   const std::string after = o.plan && o.after_passes.empty() ? "default" : o.after_passes;
   runtime::SessionOptions so;
   so.threads = o.threads;

@@ -1,5 +1,8 @@
 #include "joule/passes/infer_shapes.h"
 
+#include <algorithm>
+#include <unordered_set>
+
 #include "joule/ops/op.h"
 
 namespace joule::passes {
@@ -39,11 +42,18 @@ InferResult infer_shapes(ir::Graph& g, const std::map<std::string, Shape>& input
     if (auto* t = g.type_of(o)) declared_outputs[o] = *t;
 
   ThreadPool pool(1);
+  // Outputs of nodes that could not be inferred (unsupported ops) and of everything after them:
+  // left without a type, and never reported as values nothing produces.
+  std::unordered_set<std::string> unknown;
+  auto skip = [&](const ir::Node& n) {
+    ++r.nodes_unknown;
+    for (const std::string& o : n.outputs) unknown.insert(o);
+  };
   for (size_t idx : g.topo_order()) {
     ir::Node& n = *g.nodes[idx];
     const ops::OpDef* def = ops::find_op(n.domain, n.op_type);
-    if (!def) {
-      ++r.nodes_unknown;
+    if (!def || std::any_of(n.inputs.begin(), n.inputs.end(), [&](const std::string& in) { return unknown.count(in) != 0; })) {
+      skip(n);
       continue;
     }
     ops::InferContext c{n, g.opset(n.domain), {}, {}, {}, {}};
@@ -68,7 +78,7 @@ InferResult infer_shapes(ir::Graph& g, const std::map<std::string, Shape>& input
       def->infer(c);
     } catch (const Error& e) {
       if (e.kind() != Error::Kind::Unsupported) throw;
-      ++r.nodes_unknown;
+      skip(n);
       continue;
     }
     // Evaluate small constant nodes (shape arithmetic) with the reference kernel.
