@@ -19,9 +19,10 @@ using namespace joule;
 
 namespace {
 
-std::string testdata_dir() {
-  if (const char* e = std::getenv("JOULE_ONNX_TESTDATA")) return e;
-  return "/usr/share/libonnx-testdata/data/node";
+// The suite's folder: JOULE_ONNX_TESTDATA (the folder holding node/, simple/, ...) or Debian's.
+std::string testdata_dir(const std::string& suite) {
+  const char* e = std::getenv("JOULE_ONNX_TESTDATA");
+  return std::string(e ? e : "/usr/share/libonnx-testdata/data") + "/" + suite;
 }
 
 // Compares like ONNX's backend tests: rtol 1e-3, atol 1e-7 for floats, exact otherwise.
@@ -133,10 +134,10 @@ std::string reason_key(const std::string& reason) {
   return reason;
 }
 
-}  // namespace
 
-TEST(Conformance, NodeSuite) {
-  fs::path root = testdata_dir();
+// Runs every case of one suite: every case that runs must pass; the unsupported are counted.
+void run_suite(const std::string& suite) {
+  fs::path root = testdata_dir(suite);
   if (!fs::is_directory(root)) GTEST_SKIP() << "ONNX test data not installed at " << root;
   const char* flt = std::getenv("JOULE_CONFORMANCE_FILTER");
   std::regex filter(flt ? flt : ".*");
@@ -163,10 +164,18 @@ TEST(Conformance, NodeSuite) {
     if (r.empty()) ++passed;
     else failures.push_back(name + ": " + r);
   }
-  std::printf("ONNX node conformance: %zu cases, %d run, %d passed, %d failed, %d skipped as unsupported\n",
-              cases.size(), run, passed, run - passed, skipped);
+  std::printf("ONNX %s conformance: %zu cases, %d run, %d passed, %d failed, %d skipped as unsupported\n",
+              suite.c_str(), cases.size(), run, passed, run - passed, skipped);
   if (verbose || std::getenv("JOULE_CONFORMANCE_REASONS"))
     for (auto& [why, n] : skip_reasons) std::printf("  skipped %4d: %s\n", n, why.c_str());
   for (auto& f : failures) ADD_FAILURE() << f;
   EXPECT_EQ(passed, run);
 }
+
+}  // namespace
+
+// ONNX's operator cases, the PyTorch-converted models and operators, and the `simple` models.
+TEST(Conformance, NodeSuite) { run_suite("node"); }
+TEST(Conformance, PyTorchConvertedSuite) { run_suite("pytorch-converted"); }
+TEST(Conformance, PyTorchOperatorSuite) { run_suite("pytorch-operator"); }
+TEST(Conformance, SimpleSuite) { run_suite("simple"); }
