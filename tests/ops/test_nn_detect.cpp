@@ -157,5 +157,148 @@ TEST(NnNms, Errors) {
   EXPECT_THROW(nms({b, s, I64({3}, {1})}, 2), Error);
 }
 
+// ---------------- RoiAlign ----------------
+
+Tensor roi_align(const std::vector<Tensor>& in, std::map<std::string, Attribute> attrs, int64_t opset = 16) {
+  return run1("RoiAlign", in, std::move(attrs), opset);
+}
+
+// X[0, 0, y, x] = 4y + x on 4x4: bilinear samples reproduce the linear function inside.
+Tensor ramp() {
+  std::vector<float> v(16);
+  std::iota(v.begin(), v.end(), 0.f);
+  return F(v, {1, 1, 4, 4});
+}
+
+TEST(NnRoiAlign, HandComputed) {
+  const Attribute out_half{std::string("output_half_pixel")};
+  // roi [0, 0, 3, 3], 2x2 samples at 0.75 and 2.25 per axis: mean f(1.5, 1.5) = 7.5.
+  expect_values(roi_align({ramp(), F({0, 0, 3, 3}, {1, 4}), I64({0}, {1})},
+                          {{"coordinate_transformation_mode", out_half}, {"sampling_ratio", Attribute{int64_t{2}}}}),
+                {7.5f}, {1, 1, 1, 1});
+  // 2x2 bins of roi [0, 0, 2, 2], one sample each at 0.5 and 1.5.
+  expect_values(roi_align({ramp(), F({0, 0, 2, 2}, {1, 4}), I64({0}, {1})},
+                          {{"coordinate_transformation_mode", out_half}, {"sampling_ratio", Attribute{int64_t{1}}},
+                           {"output_height", Attribute{int64_t{2}}}, {"output_width", Attribute{int64_t{2}}}}),
+                {2.5f, 3.5f, 6.5f, 7.5f}, {1, 1, 2, 2});
+  // Max mode (ONNX): the largest weighted corner, 0.25 * 10 at sample (1.5, 1.5); avg 7.5.
+  expect_values(roi_align({ramp(), F({1, 1, 2, 2}, {1, 4}), I64({0}, {1})},
+                          {{"coordinate_transformation_mode", out_half}, {"sampling_ratio", Attribute{int64_t{1}}},
+                           {"mode", Attribute{std::string("max")}}}),
+                {2.5f}, {1, 1, 1, 1});
+  // half_pixel (opset 16 default) shifts by -0.5: roi [1, 1, 3, 3] -> sample at (1.5, 1.5).
+  expect_values(roi_align({ramp(), F({1, 1, 3, 3}, {1, 4}), I64({0}, {1})}, {{"sampling_ratio", Attribute{int64_t{1}}}}),
+                {7.5f}, {1, 1, 1, 1});
+  // Opset 10 has no shift; spatial_scale 0.5 maps [2, 2, 6, 6] to [1, 1, 3, 3]: sample (2, 2).
+  expect_values(roi_align({ramp(), F({2, 2, 6, 6}, {1, 4}), I64({0}, {1})},
+                          {{"sampling_ratio", Attribute{int64_t{1}}}, {"spatial_scale", Attribute{0.5f}}}, 10),
+                {10.f}, {1, 1, 1, 1});
+  // A roi far outside samples nothing: 0. Output_half_pixel stretches an empty roi to 1x1.
+  expect_values(roi_align({ramp(), F({20, 20, 30, 30}, {1, 4}), I64({0}, {1})}, {}), {0.f}, {1, 1, 1, 1});
+  expect_values(roi_align({ramp(), F({1, 1, 1, 1}, {1, 4}), I64({0}, {1})},
+                          {{"coordinate_transformation_mode", out_half}, {"sampling_ratio", Attribute{int64_t{1}}}}),
+                {7.5f}, {1, 1, 1, 1});
+}
+
+// The ONNX definition per output element, in double.
+Tensor naive_roi_align(const Tensor& X, const Tensor& rois, const std::vector<int64_t>& bidx, int64_t oh, int64_t ow,
+                       int64_t sampling, double scale, bool half_pixel, bool max_mode) {
+  const int64_t C = X.dim(1), H = X.dim(2), W = X.dim(3), R = rois.dim(0);
+  Tensor Y(DType::Float64, {R, C, oh, ow});
+  double* y = Y.data<double>();
+  auto at = [&](int64_t b, int64_t c, int64_t i, int64_t j) {
+    return static_cast<double>(X.data<float>()[((b * C + c) * H + i) * W + j]);
+  };
+  for (int64_t r = 0; r < R; ++r) {
+    const float* q = rois.data<float>() + 4 * r;
+    const double off = half_pixel ? 0.5 : 0.0;
+    const double x0 = q[0] * scale - off, y0 = q[1] * scale - off;
+    double rw = q[2] * scale - off - x0, rh = q[3] * scale - off - y0;
+    if (!half_pixel) rw = std::max(rw, 1.0), rh = std::max(rh, 1.0);
+    const double bh = rh / static_cast<double>(oh), bw = rw / static_cast<double>(ow);
+    const int64_t gh = sampling > 0 ? sampling : std::max<int64_t>(0, static_cast<int64_t>(std::ceil(bh)));
+    const int64_t gw = sampling > 0 ? sampling : std::max<int64_t>(0, static_cast<int64_t>(std::ceil(bw)));
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t ph = 0; ph < oh; ++ph)
+        for (int64_t pw = 0; pw < ow; ++pw) {
+          double sum = 0, mx = 0;
+          bool first = true;
+          for (int64_t iy = 0; iy < gh; ++iy)
+            for (int64_t ix = 0; ix < gw; ++ix) {
+              double sy = y0 + static_cast<double>(ph) * bh + (static_cast<double>(iy) + 0.5) * bh / static_cast<double>(gh);
+              double sx = x0 + static_cast<double>(pw) * bw + (static_cast<double>(ix) + 0.5) * bw / static_cast<double>(gw);
+              double v[4] = {0, 0, 0, 0};
+              if (!(sy < -1 || sy > static_cast<double>(H) || sx < -1 || sx > static_cast<double>(W))) {
+                sy = std::max(sy, 0.0), sx = std::max(sx, 0.0);
+                int64_t yl = static_cast<int64_t>(std::floor(sy)), xl = static_cast<int64_t>(std::floor(sx));
+                int64_t yh = yl + 1, xh = xl + 1;
+                if (yl >= H - 1) yl = yh = H - 1, sy = static_cast<double>(yl);
+                if (xl >= W - 1) xl = xh = W - 1, sx = static_cast<double>(xl);
+                const double ly = sy - static_cast<double>(yl), lx = sx - static_cast<double>(xl);
+                const int64_t b = bidx[static_cast<size_t>(r)];
+                v[0] = (1 - ly) * (1 - lx) * at(b, c, yl, xl);
+                v[1] = (1 - ly) * lx * at(b, c, yl, xh);
+                v[2] = ly * (1 - lx) * at(b, c, yh, xl);
+                v[3] = ly * lx * at(b, c, yh, xh);
+              }
+              sum += v[0] + v[1] + v[2] + v[3];
+              const double m = *std::max_element(v, v + 4);
+              mx = first ? m : std::max(mx, m);
+              first = false;
+            }
+          y[((r * C + c) * oh + ph) * ow + pw] = max_mode ? mx : sum / static_cast<double>(std::max<int64_t>(gh * gw, 1));
+        }
+  }
+  return Y;
+}
+
+TEST(NnRoiAlign, RandomAgainstNaive) {
+  std::mt19937 rng(11);
+  const Tensor X = random_f({2, 3, 9, 11}, -2, 2, rng);
+  const int64_t R = 7;
+  // rois in input pixels of a 2x larger image (spatial_scale 0.5), some partly outside, some tiny.
+  std::uniform_real_distribution<float> pos(-4, 24), len(0.2f, 14);
+  std::vector<float> rv;
+  std::vector<int64_t> bidx;
+  for (int64_t r = 0; r < R; ++r) {
+    const float x = pos(rng), y = pos(rng);
+    rv.insert(rv.end(), {x, y, x + len(rng), y + len(rng)});
+    bidx.push_back(r % 2);
+  }
+  const Tensor rois = F(rv, {R, 4});
+  for (const char* mode : {"avg", "max"})
+    for (const char* ctm : {"half_pixel", "output_half_pixel"})
+      for (int64_t sampling : {0, 2}) {
+        const Tensor got = roi_align({X, rois, I64(bidx, {R})},
+                                     {{"mode", Attribute{std::string(mode)}},
+                                      {"coordinate_transformation_mode", Attribute{std::string(ctm)}},
+                                      {"sampling_ratio", Attribute{sampling}}, {"spatial_scale", Attribute{0.5f}},
+                                      {"output_height", Attribute{int64_t{3}}}, {"output_width", Attribute{int64_t{4}}}});
+        const Tensor want = naive_roi_align(X, rois, bidx, 3, 4, sampling, 0.5, std::string(ctm) == "half_pixel",
+                                            std::string(mode) == "max");
+        expect_close(got, want, 1e-5, 1e-4, std::string(mode) + " " + ctm + " sampling " + std::to_string(sampling));
+      }
+  // float16 runs through float32.
+  const Tensor h = roi_align({X.cast(DType::Float16), rois.cast(DType::Float16), I64(bidx, {R})}, {});
+  EXPECT_EQ(h.dtype(), DType::Float16);
+  expect_close(h, roi_align({X.cast(DType::Float16).cast(DType::Float32), rois.cast(DType::Float16).cast(DType::Float32),
+                             I64(bidx, {R})}, {}),
+               2e-3, 1e-2, "float16");
+}
+
+TEST(NnRoiAlign, Errors) {
+  const Tensor r = F({0, 0, 3, 3}, {1, 4});
+  EXPECT_THROW(roi_align({ramp(), r, I64({1}, {1})}, {}), Error);             // batch index out of range
+  EXPECT_THROW(roi_align({ramp(), F({0, 0, 3}, {1, 3}), I64({0}, {1})}, {}), Error);
+  EXPECT_THROW(roi_align({ramp(), r, I64({0, 0}, {2})}, {}), Error);
+  EXPECT_THROW(roi_align({F({1, 2, 3, 4}, {1, 4}), r, I64({0}, {1})}, {}), Error);
+  EXPECT_THROW(roi_align({ramp(), r, I64({0}, {1})}, {{"mode", Attribute{std::string("sum")}}}), Error);
+  const ops::OpDef* def = ops::find_op("", "RoiAlign");
+  ASSERT_NE(def, nullptr);
+  EXPECT_EQ(def->check(make_node("RoiAlign", 3, 1), 16), "");
+  EXPECT_NE(def->check(make_node("RoiAlign", 3, 1, {{"coordinate_transformation_mode", Attribute{std::string("asymmetric")}}}), 16), "");
+  EXPECT_NE(def->check(make_node("RoiAlign", 3, 1, {{"coordinate_transformation_mode", Attribute{std::string("half_pixel")}}}), 10), "");
+}
+
 }  // namespace
 }  // namespace joule::testing::nn
