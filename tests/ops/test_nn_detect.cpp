@@ -300,5 +300,143 @@ TEST(NnRoiAlign, Errors) {
   EXPECT_NE(def->check(make_node("RoiAlign", 3, 1, {{"coordinate_transformation_mode", Attribute{std::string("half_pixel")}}}), 10), "");
 }
 
+// ---------------- GridSample ----------------
+
+Tensor grid_sample(const Tensor& x, const Tensor& g, const std::string& mode, const std::string& pad, int64_t align,
+                   int64_t opset = 16) {
+  return run1("GridSample", {x, g},
+              {{"mode", Attribute{mode}}, {"padding_mode", Attribute{pad}}, {"align_corners", Attribute{align}}}, opset);
+}
+
+TEST(NnGridSample, HandComputed) {
+  const Tensor x = F({1, 2, 3, 4}, {1, 1, 2, 2});
+  // align_corners: -1 and 1 are the corner pixel centres.
+  const Tensor g = F({-1, -1, 1, 1, 0, 0, 1, -1}, {1, 1, 4, 2});
+  expect_values(grid_sample(x, g, "bilinear", "zeros", 1), {1, 4, 2.5f, 2}, {1, 1, 1, 4});
+  // Without: (-1, -1) is the outer corner (-0.5, -0.5). Zeros: a quarter of pixel 1; border and
+  // reflection read pixel 1 at every tap.
+  expect_values(grid_sample(x, g, "bilinear", "zeros", 0), {0.25f, 1, 2.5f, 0.5f}, {1, 1, 1, 4});
+  expect_values(grid_sample(x, g, "bilinear", "border", 0), {1, 4, 2.5f, 2}, {1, 1, 1, 4});
+  expect_values(grid_sample(x, g, "bilinear", "reflection", 0), {1, 4, 2.5f, 2}, {1, 1, 1, 4});
+  // Outside, align_corners: (x, y) = (2, 0) and (0.5, 1.5). Zeros: 0, and half of row 1.
+  const Tensor far = F({3, -1, 0, 2}, {1, 1, 2, 2});
+  expect_values(grid_sample(x, far, "bilinear", "zeros", 1), {0, 1.75f}, {1, 1, 1, 2});
+  // border clamps x 2 -> 1 and y 1.5 -> 1.
+  expect_values(grid_sample(x, far, "bilinear", "border", 1), {2, 3.5f}, {1, 1, 1, 2});
+  // reflection in [0, 1]: x 2 -> 0; y 1.5 -> 0.5.
+  expect_values(grid_sample(x, far, "bilinear", "reflection", 1), {1, 2.5f}, {1, 1, 1, 2});
+  // nearest: (0.2, -0.6) -> x 0.7 rounds to 1, y -0.1 to 0; ties go to even (0.5 -> 0).
+  expect_values(grid_sample(x, F({0.2f, -0.6f, 0, 0}, {1, 1, 2, 2}), "nearest", "zeros", 0), {2, 1}, {1, 1, 1, 2});
+  // bicubic reproduces a constant image inside (weights sum to 1) and matches at pixel centres.
+  const Tensor c = F(std::vector<float>(16, 3.f), {1, 1, 4, 4});
+  expect_values(grid_sample(c, F({0.1f, 0.3f}, {1, 1, 1, 2}), "bicubic", "border", 0), {3}, {1, 1, 1, 1});
+  expect_values(grid_sample(ramp(), F({-1.f / 3, 1.f / 3}, {1, 1, 1, 2}), "bicubic", "zeros", 1), {9}, {1, 1, 1, 1}, 1e-5);
+}
+
+double reflect_naive(double v, double lo, double hi) {
+  if (hi <= lo) return lo;
+  while (v < lo || v > hi) v = v < lo ? 2 * lo - v : 2 * hi - v;
+  return v;
+}
+
+// The ONNX definition per output element, in double.
+Tensor naive_grid_sample(const Tensor& X, const Tensor& G, const std::string& mode, const std::string& pad, bool align) {
+  const int64_t N = X.dim(0), C = X.dim(1), H = X.dim(2), W = X.dim(3), Ho = G.dim(1), Wo = G.dim(2);
+  Tensor Y(DType::Float64, {N, C, Ho, Wo});
+  auto unnorm = [&](double g, int64_t size) {
+    return align ? (g + 1) / 2 * static_cast<double>(size - 1) : ((g + 1) * static_cast<double>(size) - 1) / 2;
+  };
+  auto adjust = [&](double v, int64_t size) {
+    const double lo = align ? 0 : -0.5, hi = align ? static_cast<double>(size - 1) : static_cast<double>(size) - 0.5;
+    if (v >= lo && v <= hi) return v;
+    if (pad == "border") return std::min(std::max(v, 0.0), static_cast<double>(size - 1));
+    if (pad == "reflection") return reflect_naive(v, lo, hi);
+    return v;
+  };
+  auto pixel = [&](int64_t n, int64_t c, int64_t i, int64_t j) -> double {
+    auto fix = [&](int64_t k, int64_t size) -> int64_t {
+      if (pad == "border") return std::min(std::max<int64_t>(k, 0), size - 1);
+      const double lo = align ? 0 : -0.5, hi = align ? static_cast<double>(size - 1) : static_cast<double>(size) - 0.5;
+      return static_cast<int64_t>(reflect_naive(static_cast<double>(k), lo, hi));
+    };
+    if (pad != "zeros") i = fix(i, H), j = fix(j, W);
+    if (i < 0 || i >= H || j < 0 || j >= W) return 0;
+    return X.data<float>()[((n * C + c) * H + i) * W + j];
+  };
+  auto cubic = [](double t, double w[4]) {
+    const double a = -0.75;
+    for (int k = 0; k < 4; ++k) {
+      const double d = std::abs(t - (k - 1));
+      w[k] = d <= 1 ? (a + 2) * d * d * d - (a + 3) * d * d + 1 : a * d * d * d - 5 * a * d * d + 8 * a * d - 4 * a;
+    }
+  };
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t h = 0; h < Ho; ++h)
+        for (int64_t w = 0; w < Wo; ++w) {
+          const float* q = G.data<float>() + ((n * Ho + h) * Wo + w) * 2;
+          double sx = unnorm(q[0], W), sy = unnorm(q[1], H);
+          double out = 0;
+          if (mode == "nearest") {
+            sx = adjust(std::nearbyint(sx), W), sy = adjust(std::nearbyint(sy), H);
+            out = pixel(n, c, static_cast<int64_t>(sy), static_cast<int64_t>(sx));
+          } else {
+            sx = adjust(sx, W), sy = adjust(sy, H);
+            const int64_t x0 = static_cast<int64_t>(std::floor(sx)), y0 = static_cast<int64_t>(std::floor(sy));
+            const double tx = sx - static_cast<double>(x0), ty = sy - static_cast<double>(y0);
+            if (mode == "bilinear") {
+              out = (1 - ty) * ((1 - tx) * pixel(n, c, y0, x0) + tx * pixel(n, c, y0, x0 + 1)) +
+                    ty * ((1 - tx) * pixel(n, c, y0 + 1, x0) + tx * pixel(n, c, y0 + 1, x0 + 1));
+            } else {
+              double wx[4], wy[4];
+              cubic(tx, wx), cubic(ty, wy);
+              for (int a = 0; a < 4; ++a)
+                for (int b = 0; b < 4; ++b) out += wy[a] * wx[b] * pixel(n, c, y0 - 1 + a, x0 - 1 + b);
+            }
+          }
+          Y.data<double>()[((n * C + c) * Ho + h) * Wo + w] = out;
+        }
+  return Y;
+}
+
+TEST(NnGridSample, RandomAgainstNaive) {
+  std::mt19937 rng(5);
+  const Tensor X = random_f({2, 3, 5, 7}, -1, 1, rng);
+  const Tensor G = random_f({2, 6, 9, 2}, -1.7f, 1.7f, rng);
+  for (const char* mode : {"bilinear", "nearest", "bicubic"})
+    for (const char* pad : {"zeros", "border", "reflection"})
+      for (int64_t align : {0, 1}) {
+        const std::string what = std::string(mode) + " " + pad + " align " + std::to_string(align);
+        expect_close(grid_sample(X, G, mode, pad, align), naive_grid_sample(X, G, mode, pad, align != 0), 1e-5, 1e-4, what);
+      }
+  // Opset 20 names the modes linear and cubic.
+  expect_close(grid_sample(X, G, "linear", "border", 0, 20), naive_grid_sample(X, G, "bilinear", "border", false), 1e-5, 1e-4, "linear");
+  expect_close(grid_sample(X, G, "cubic", "zeros", 1, 20), naive_grid_sample(X, G, "bicubic", "zeros", true), 1e-5, 1e-4, "cubic");
+  // A 1-pixel axis with align_corners reflects onto that pixel.
+  const Tensor one = random_f({1, 2, 1, 4}, -1, 1, rng), g1 = random_f({1, 3, 3, 2}, -1.5f, 1.5f, rng);
+  expect_close(grid_sample(one, g1, "bilinear", "reflection", 1), naive_grid_sample(one, g1, "bilinear", "reflection", true),
+               1e-5, 1e-4, "1-pixel reflection");
+}
+
+TEST(NnGridSample, ChecksAndErrors) {
+  const ops::OpDef* def = ops::find_op("", "GridSample");
+  ASSERT_NE(def, nullptr);
+  auto node = [](const char* mode) { return make_node("GridSample", 2, 1, {{"mode", Attribute{std::string(mode)}}}); };
+  EXPECT_EQ(def->check(node("bicubic"), 16), "");
+  EXPECT_EQ(def->check(node("cubic"), 20), "");
+  EXPECT_NE(def->check(node("cubic"), 16), "");
+  EXPECT_NE(def->check(node("bilinear"), 20), "");
+  EXPECT_NE(def->check(make_node("GridSample", 2, 1, {{"padding_mode", Attribute{std::string("wrap")}}}), 16), "");
+  const Tensor x = F({1, 2, 3, 4}, {1, 1, 2, 2});
+  EXPECT_THROW(grid_sample(x, F({0, 0, 0}, {1, 1, 1, 3}), "bilinear", "zeros", 0), Error);
+  EXPECT_THROW(grid_sample(x, F({0, 0, 0, 0}, {2, 1, 1, 2}), "bilinear", "zeros", 0), Error);
+  try {  // 5-D (opset 20 volumetric) input is refused as unsupported
+    grid_sample(F({1, 2}, {1, 1, 1, 1, 2}), F({0, 0, 0}, {1, 1, 1, 1, 3}), "linear", "zeros", 0, 20);
+    ADD_FAILURE() << "5-D GridSample ran";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), Error::Kind::Unsupported) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace joule::testing::nn
