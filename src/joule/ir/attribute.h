@@ -1,6 +1,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
@@ -9,9 +10,14 @@
 
 namespace joule::ir {
 
-// A typed node attribute, as in ONNX (graph-valued attributes are not supported).
+class Graph;
+// A graph-valued attribute (If's branches, Loop's and Scan's bodies): shared and never changed
+// after the model is loaded.
+using GraphRef = std::shared_ptr<const Graph>;
+
+// A typed node attribute, as in ONNX (sparse tensor and type attributes are not supported).
 using Attribute = std::variant<int64_t, float, std::string, Tensor, std::vector<int64_t>,
-                               std::vector<float>, std::vector<std::string>>;
+                               std::vector<float>, std::vector<std::string>, GraphRef>;
 
 std::string attribute_str(const Attribute& a);  // short text for printers
 

@@ -96,6 +96,13 @@ std::string Node::where() const {
   return "node '" + name + "' (" + (domain.empty() ? "" : domain + ".") + op_type + ")";
 }
 
+const Graph& Node::attr_graph(const std::string& k) const {
+  auto it = attrs.find(k);
+  if (it == attrs.end() || !std::holds_alternative<GraphRef>(it->second) || !std::get<GraphRef>(it->second))
+    fail(where() + ": graph attribute '" + k + "' is missing");
+  return *std::get<GraphRef>(it->second);
+}
+
 std::string attribute_str(const Attribute& a) {
   return std::visit(
       [](const auto& v) -> std::string {
@@ -107,6 +114,8 @@ std::string attribute_str(const Attribute& a) {
           os << '"' << v << '"';
         } else if constexpr (std::is_same_v<V, Tensor>) {
           os << "tensor " << v.describe();
+        } else if constexpr (std::is_same_v<V, GraphRef>) {
+          os << "graph '" << (v ? v->name : "") << "' (" << (v ? v->nodes.size() : 0) << " nodes)";
         } else {
           os << "[";
           for (size_t i = 0; i < v.size(); ++i) os << (i ? "," : "") << v[i];

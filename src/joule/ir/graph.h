@@ -47,6 +47,11 @@ struct Node {
   std::vector<std::string> inputs;     // value names; "" marks an absent optional input
   std::vector<std::string> outputs;
   std::map<std::string, Attribute> attrs;
+  // Outer-scope values a graph attribute (If/Loop/Scan body, at any depth) reads, as the body
+  // names them: the last captured.size() entries of `inputs` are the values bound to them here
+  // (implicit inputs, kept in `inputs` so ordering, liveness and renames see them; the ONNX
+  // writer leaves them out).
+  std::vector<std::string> captured;
   Metadata meta = {{"common", Metadata::object()}, {"software", Metadata::object()}, {"hardware", Metadata::object()}};
 
   bool has_attr(const std::string& k) const { return attrs.count(k) != 0; }
@@ -56,6 +61,8 @@ struct Node {
   std::vector<int64_t> attr_ints(const std::string& k, const std::vector<int64_t>& def = {}) const;
   std::vector<float> attr_floats(const std::string& k, const std::vector<float>& def = {}) const;
   const Tensor* attr_tensor(const std::string& k) const;  // nullptr when absent
+  const Graph& attr_graph(const std::string& k) const;    // throws BadInput when absent
+  size_t explicit_inputs() const { return inputs.size() - captured.size(); }
   // Number of inputs actually given (trailing absent optional inputs not counted).
   size_t input_count() const;
   bool has_input(size_t i) const { return i < inputs.size() && !inputs[i].empty(); }

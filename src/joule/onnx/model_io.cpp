@@ -6,6 +6,8 @@
 
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <set>
 #include <fstream>
 #include <sstream>
 
@@ -150,10 +152,16 @@ void type_to_proto(const ir::TensorType& t, ::onnx::TypeProto* tp) {
   }
 }
 
-ir::Attribute attr_from_proto(const ::onnx::AttributeProto& a, const std::string& base_dir,
-                              const std::string& what) {
+ir::Graph graph_part_from_proto(::onnx::GraphProto& gp, const std::map<std::string, int64_t>& opsets,
+                                const std::string& base_dir, const std::string& what);
+
+ir::Attribute attr_from_proto(::onnx::AttributeProto& a, const std::map<std::string, int64_t>& opsets,
+                              const std::string& base_dir, const std::string& what) {
   using A = ::onnx::AttributeProto;
   switch (a.type()) {
+    case A::GRAPH:
+      return std::make_shared<const ir::Graph>(
+          graph_part_from_proto(*a.mutable_g(), opsets, base_dir, what + " attribute '" + a.name() + "'"));
     case A::FLOAT: return a.f();
     case A::INT: return static_cast<int64_t>(a.i());
     case A::STRING: return a.s();
@@ -164,8 +172,10 @@ ir::Attribute attr_from_proto(const ::onnx::AttributeProto& a, const std::string
     default: break;
   }
   fail_unsupported(what + ": attribute '" + a.name() + "' has a type joule does not support "
-                   "(graph, sparse tensor or type attributes)");
+                   "(sparse tensor, type or graph-list attributes)");
 }
+
+void graph_part_to_proto(const ir::Graph& g, ::onnx::GraphProto* gp);
 
 void attr_to_proto(const std::string& name, const ir::Attribute& v, ::onnx::AttributeProto* a) {
   using A = ::onnx::AttributeProto;
@@ -191,6 +201,9 @@ void attr_to_proto(const std::string& name, const ir::Attribute& v, ::onnx::Attr
         } else if constexpr (std::is_same_v<V, std::vector<float>>) {
           a->set_type(A::FLOATS);
           for (auto f : x) a->add_floats(f);
+        } else if constexpr (std::is_same_v<V, ir::GraphRef>) {
+          a->set_type(A::GRAPH);
+          graph_part_to_proto(*x, a->mutable_g());
         } else {
           a->set_type(A::STRINGS);
           for (auto& s : x) a->add_strings(s);
@@ -208,22 +221,49 @@ namespace {
 ir::Graph graph_from_proto(::onnx::ModelProto& m, const std::string& base_dir, const std::string& what) {
   if (!m.has_graph()) fail(what + ": ONNX model has no graph");
   if (m.ir_version() <= 0) fail(what + ": ONNX model has no ir_version (not an ONNX model?)");
-  const auto& gp = m.graph();
-  if (gp.sparse_initializer_size() > 0)
-    fail_unsupported(what + ": sparse initializers are not supported");
-
-  ir::Graph g;
-  g.name = gp.name();
+  std::map<std::string, int64_t> opsets;
   for (auto& op : m.opset_import()) {
     std::string dom = op.domain() == "ai.onnx" ? "" : op.domain();
-    g.opsets[dom] = op.version();
+    opsets[dom] = op.version();
   }
-  if (!g.opsets.count("")) g.opsets[""] = 1;  // ONNX: missing default domain means opset 1
+  if (!opsets.count("")) opsets[""] = 1;  // ONNX: missing default domain means opset 1
+  ir::Graph g = graph_part_from_proto(*m.mutable_graph(), opsets, base_dir, what);
   if (!m.producer_name().empty()) g.model_props["producer"] = m.producer_name();
   if (!m.producer_version().empty()) g.model_props["producer_version"] = m.producer_version();
   for (auto& kv : m.metadata_props()) g.model_props[kv.key()] = kv.value();
+  return g;
+}
 
-  for (auto& init : *m.mutable_graph()->mutable_initializer()) {
+}  // namespace
+
+namespace {
+
+// The names graph `g` reads without defining them (inputs, initializers, node outputs): the
+// outer-scope values a body captures, in order of first use.
+std::vector<std::string> free_names(const ir::Graph& g) {
+  std::set<std::string> defined(g.inputs.begin(), g.inputs.end()), seen;
+  for (auto& [name, t] : g.initializers) defined.insert(name);
+  for (auto& n : g.nodes) defined.insert(n->outputs.begin(), n->outputs.end());
+  std::vector<std::string> r;
+  auto use = [&](const std::string& v) {
+    if (!v.empty() && !defined.count(v) && seen.insert(v).second) r.push_back(v);
+  };
+  for (auto& n : g.nodes)
+    for (auto& in : n->inputs) use(in);
+  for (auto& o : g.outputs) use(o);
+  return r;
+}
+
+// Inputs, outputs, initializers and nodes of a GraphProto (the model's graph or a body). Each
+// initializer's bytes are released from `gp` once copied. A node with graph attributes gets the
+// outer-scope values its bodies read as implicit inputs (Node::captured).
+ir::Graph graph_part_from_proto(::onnx::GraphProto& gp, const std::map<std::string, int64_t>& opsets,
+                                const std::string& base_dir, const std::string& what) {
+  if (gp.sparse_initializer_size() > 0) fail_unsupported(what + ": sparse initializers are not supported");
+  ir::Graph g;
+  g.name = gp.name();
+  g.opsets = opsets;
+  for (auto& init : *gp.mutable_initializer()) {
     if (init.name().empty()) fail(what + ": initializer without a name");
     Tensor t = tensor_from_proto(init, base_dir, what + ": initializer '" + init.name() + "'");
     std::string().swap(*init.mutable_raw_data());
@@ -234,14 +274,14 @@ ir::Graph graph_from_proto(::onnx::ModelProto& m, const std::string& base_dir, c
   for (auto& vi : gp.input()) {
     if (g.initializers.count(vi.name())) continue;  // initializer listed as input (IR < 4)
     g.inputs.push_back(vi.name());
-    g.types[vi.name()] = type_from_proto(vi.type(), what + ": input '" + vi.name() + "'");
+    if (vi.has_type()) g.types[vi.name()] = type_from_proto(vi.type(), what + ": input '" + vi.name() + "'");
   }
   for (auto& vi : gp.output()) {
     g.outputs.push_back(vi.name());
     if (vi.has_type()) g.types[vi.name()] = type_from_proto(vi.type(), what + ": output '" + vi.name() + "'");
   }
   int idx = 0;
-  for (auto& np : gp.node()) {
+  for (auto& np : *gp.mutable_node()) {
     ir::Node n;
     n.op_type = np.op_type();
     n.domain = np.domain() == "ai.onnx" ? "" : np.domain();
@@ -249,11 +289,17 @@ ir::Graph graph_from_proto(::onnx::ModelProto& m, const std::string& base_dir, c
     ++idx;
     n.inputs.assign(np.input().begin(), np.input().end());
     n.outputs.assign(np.output().begin(), np.output().end());
-    for (auto& a : np.attribute()) {
+    for (auto& a : *np.mutable_attribute()) {
       if (!a.ref_attr_name().empty())
         fail_unsupported(what + ": " + n.where() + " uses a function attribute reference");
-      n.attrs[a.name()] = attr_from_proto(a, base_dir, what + ": " + n.where());
+      n.attrs[a.name()] = attr_from_proto(a, opsets, base_dir, what + ": " + n.where());
     }
+    std::set<std::string> captured;
+    for (auto& [k, a] : n.attrs)
+      if (auto* body = std::get_if<ir::GraphRef>(&a))
+        for (const std::string& v : free_names(**body))
+          if (captured.insert(v).second) n.captured.push_back(v);
+    n.inputs.insert(n.inputs.end(), n.captured.begin(), n.captured.end());
     g.add_node(std::move(n));
   }
   // Node names must be unique for per-layer reports and --algo NAME.
@@ -294,7 +340,15 @@ namespace {
     op->set_domain(dom);
     op->set_version(ver);
   }
-  auto* gp = m.mutable_graph();
+  graph_part_to_proto(g, m.mutable_graph());
+  return m;
+}
+
+}  // namespace
+
+namespace {
+
+void graph_part_to_proto(const ir::Graph& g, ::onnx::GraphProto* gp) {
   gp->set_name(g.name.empty() ? "joule" : g.name);
   for (auto& [name, t] : g.initializers) tensor_to_proto(t, name, gp->add_initializer());
   auto add_vi = [&](const std::string& name, auto* list) {
@@ -309,7 +363,7 @@ namespace {
     np->set_name(n->name);
     np->set_op_type(n->op_type);
     if (!n->domain.empty()) np->set_domain(n->domain);
-    for (auto& i : n->inputs) np->add_input(i);
+    for (size_t i = 0; i < n->explicit_inputs(); ++i) np->add_input(n->inputs[i]);  // not the captured values
     for (auto& o : n->outputs) {
       np->add_output(o);
       bool is_out = std::find(g.outputs.begin(), g.outputs.end(), o) != g.outputs.end();
@@ -318,7 +372,6 @@ namespace {
     }
     for (auto& [k, v] : n->attrs) attr_to_proto(k, v, np->add_attribute());
   }
-  return m;
 }
 
 std::string to_bytes(const ::onnx::ModelProto& m) {

@@ -12,7 +12,7 @@ std::vector<std::string> find_unsupported(const ir::Graph& g) {
       out.push_back(n->where() + ": no such op in joule");
       continue;
     }
-    const int count = static_cast<int>(n->input_count());
+    const int count = static_cast<int>(n->captured.empty() ? n->input_count() : n->explicit_inputs());
     if (count < def->min_inputs || (def->max_inputs >= 0 && count > def->max_inputs)) {
       out.push_back(n->where() + ": has " + std::to_string(count) + " inputs, expected " +
                     std::to_string(def->min_inputs) +
@@ -23,6 +23,10 @@ std::vector<std::string> find_unsupported(const ir::Graph& g) {
       std::string why = def->check(*n, g.opset(n->domain));
       if (!why.empty()) out.push_back(n->where() + ": " + why);
     }
+    // The nodes of its bodies (If branches, Loop and Scan bodies), at any depth.
+    for (auto& [k, a] : n->attrs)
+      if (auto* body = std::get_if<ir::GraphRef>(&a))
+        for (const std::string& why : find_unsupported(**body)) out.push_back(n->where() + " attribute '" + k + "': " + why);
   }
   return out;
 }

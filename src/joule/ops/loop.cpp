@@ -1,0 +1,79 @@
+// Loop: inputs M (trip count, optional), cond (optional) and N loop-carried values; the body
+// maps (iteration, cond, N values) to (cond, N values, K scan outputs). Outputs: the N final
+// values, then each scan output stacked over the iterations along a new axis 0. Runs while
+// i < M and cond (ONNX's for / while / do-while forms). The body runs on the reference kernels.
+#include <limits>
+
+#include "joule/ops/subgraph_util.h"
+#include "joule/ops/util.h"
+
+namespace joule::ops {
+namespace {
+
+// N (loop-carried values) and K (scan outputs) of the node.
+std::pair<size_t, size_t> counts(const ir::Node& n, const ir::Graph& body) {
+  const size_t carried = n.explicit_inputs() - 2;
+  if (body.inputs.size() != carried + 2)
+    fail(n.where() + ": the body takes " + std::to_string(body.inputs.size()) + " inputs, expected " + std::to_string(carried + 2) +
+         " (iteration, condition and " + std::to_string(carried) + " loop-carried values)");
+  if (body.outputs.size() < carried + 1)
+    fail(n.where() + ": the body has " + std::to_string(body.outputs.size()) + " outputs, expected at least " + std::to_string(carried + 1));
+  return {carried, body.outputs.size() - 1 - carried};
+}
+
+void infer(InferContext& c) {
+  const ir::Graph& body = c.node.attr_graph("body");
+  const auto [carried, scans] = counts(c.node, body);
+  for (size_t i = 0; i < c.output_types.size() && i < carried + scans; ++i) {
+    const ir::TensorType declared = subgraph::output_type(body, 1 + i);
+    ir::TensorType t;
+    if (i < carried) {  // the initial value's dtype; a shape only where the body declares one
+      t.dtype = c.in(2 + i).dtype;
+      t.has_shape = declared.has_shape;
+      t.dims = declared.dims;
+    } else {
+      t.dtype = declared.dtype;
+      t.has_shape = declared.has_shape;
+      if (t.has_shape) {
+        t.dims = {ir::Dim{}};
+        t.dims.insert(t.dims.end(), declared.dims.begin(), declared.dims.end());
+      }
+    }
+    c.out(i) = t;
+  }
+}
+
+void run(KernelContext& c) {
+  const ir::Graph& body = c.node.attr_graph("body");
+  const auto [carried, scans] = counts(c.node, body);
+  const int64_t trips = c.has(0) ? c.in(0).value_as_int(0) : std::numeric_limits<int64_t>::max();
+  bool cond = c.has(1) ? c.in(1).value_as_double(0) != 0 : true;
+  std::vector<Tensor> values;
+  for (size_t i = 0; i < carried; ++i) values.push_back(c.in(2 + i));
+  std::vector<std::vector<Tensor>> stacked(scans);
+  for (int64_t i = 0; i < trips && cond; ++i) {
+    std::vector<Tensor> in = {Tensor::scalar<int64_t>(i), Tensor::scalar<bool>(cond)};
+    in.insert(in.end(), values.begin(), values.end());
+    std::vector<Tensor> out = subgraph::run(c, body, in);
+    cond = out[0].value_as_double(0) != 0;
+    for (size_t j = 0; j < carried; ++j) values[j] = std::move(out[1 + j]);
+    for (size_t k = 0; k < scans; ++k) stacked[k].push_back(std::move(out[1 + carried + k]));
+  }
+  for (size_t i = 0; i < c.outputs.size() && i < carried + scans; ++i) {
+    if (i < carried) {
+      c.outputs[i] = values[i];
+      continue;
+    }
+    const ir::TensorType d = subgraph::output_type(body, 1 + i);
+    Shape empty = {0};  // no iteration: [0, element shape as declared]
+    if (d.is_static()) for (int64_t v : d.static_shape()) empty.push_back(v);
+    c.outputs[i] = subgraph::stack(stacked[i - carried], 0, empty, d.dtype == DType::Undefined ? DType::Float32 : d.dtype);
+  }
+}
+
+}  // namespace
+
+extern const OpDef kOpLoop;
+const OpDef kOpLoop{"Loop", "", 2, -1, infer, run};
+
+}  // namespace joule::ops
