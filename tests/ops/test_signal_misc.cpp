@@ -110,6 +110,7 @@ TEST(SignalDft, AxisOnesidedAndLength) {
   EXPECT_THROW(run1("DFT", {random_tensor({1, 4, 2}, 1)}, {{"axis", I(2)}}), Error);
   const ops::OpDef* def = ops::find_op("", "DFT");
   EXPECT_NE(def->check(make_node("DFT", 1, 1, {{"onesided", I(1)}, {"inverse", I(1)}}), 17), "");
+  EXPECT_NE(def->check(make_node("DFT", 1, 1), 20), "");
 }
 
 // ---------------- STFT ----------------
