@@ -9,8 +9,10 @@
 #include <filesystem>
 #include <map>
 #include <regex>
+#include <set>
 
 #include "joule/onnx/model_io.h"
+#include "joule/ops/random_util.h"
 #include "joule/passes/check_support.h"
 #include "joule/runtime/session.h"
 
@@ -72,6 +74,82 @@ Tensor as_declared(Tensor t, DType declared) {
   return t;
 }
 
+// ---- Random cases ----
+// Random ops (Bernoulli, RandomUniform[Like], RandomNormal[Like], Dropout in training mode) cannot
+// reproduce the draws numpy made for the expected outputs. A case whose model has such a node
+// (decided by the ops of the model, not the test name) is checked for properties instead, and
+// ONLY such a case: every output has the expected dtype and shape; an output of Bernoulli (or of
+// the Cast of a comparison, which ends Bernoulli's function body) is 0 or 1; one of RandomUniform
+// in [low, high); one of RandomNormal finite; Dropout's output is, element by element, either 0
+// or x / (1 - ratio) (x itself outside training mode), and its mask, when an output, is true
+// exactly for the kept elements. Every other case keeps the exact comparison above.
+bool is_random_node(const ir::Node& n) {
+  return ops::is_random_op(n) && (n.op_type != "Dropout" || n.input_count() > 2);
+}
+
+bool has_random_node(const ir::Graph& g) {
+  for (auto& n : g.nodes)
+    if (is_random_node(*n)) return true;
+  return false;
+}
+
+std::string check_dropout(const ir::Node& d, const Tensor& y, const Tensor* mask, const std::map<std::string, Tensor>& known) {
+  auto value = [&](size_t i) -> const Tensor* {
+    if (i >= d.inputs.size() || d.inputs[i].empty()) return nullptr;
+    auto it = known.find(d.inputs[i]);
+    return it == known.end() ? nullptr : &it->second;
+  };
+  const Tensor* x = value(0);
+  if (!x || x->shape() != y.shape()) return "dropout check needs its input x as a graph input or initializer";
+  const bool training = value(2) && value(2)->value_as_int(0) != 0;
+  const double ratio = !training ? 0 : value(1) ? value(1)->value_as_double(0) : 0.5;
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    const double xi = x->value_as_double(i), yi = y.value_as_double(i), kept = xi / (1 - ratio);
+    const bool is_kept = std::fabs(yi - kept) <= 1e-6 + 1e-5 * std::fabs(kept);
+    if (!is_kept && yi != 0) return "dropout element " + std::to_string(i) + ": " + std::to_string(yi) + " is neither 0 nor x/(1-ratio) = " + std::to_string(kept);
+    if (mask && kept != 0 && (mask->value_as_int(i) != 0) != (yi != 0))  // x = 0: either is right
+      return "dropout mask element " + std::to_string(i) + " disagrees with the output " + std::to_string(yi);
+  }
+  return "";
+}
+
+std::string check_random_outputs(const ir::Graph& g, const runtime::TensorMap& inputs,
+                                 const runtime::TensorMap& outputs, const std::vector<Tensor>& expected) {
+  std::map<std::string, Tensor> known(g.initializers.begin(), g.initializers.end());
+  known.insert(inputs.begin(), inputs.end());
+  const auto producers = g.producers();
+  auto producer = [&](const std::string& v) -> const ir::Node* {
+    auto it = producers.find(v);
+    return it == producers.end() ? nullptr : g.nodes[it->second].get();
+  };
+  for (size_t i = 0; i < expected.size() && i < g.outputs.size(); ++i) {
+    const std::string& name = g.outputs[i];
+    const Tensor& got = outputs.at(name);
+    if (got.dtype() != expected[i].dtype() || got.shape() != expected[i].shape())
+      return "output '" + name + "': " + got.describe() + " != expected " + expected[i].describe();
+    const ir::Node* p = producer(name);
+    if (!p) continue;
+    static const std::set<std::string> kCompare = {"Greater", "Less", "GreaterOrEqual", "LessOrEqual", "Equal"};
+    const ir::Node* src = p->op_type == "Cast" && !p->inputs.empty() ? producer(p->inputs[0]) : nullptr;
+    std::string why;
+    for (int64_t k = 0; k < got.numel() && why.empty(); ++k) {
+      const double v = got.value_as_double(k);
+      if ((p->op_type == "Bernoulli" || (src && kCompare.count(src->op_type))) && v != 0 && v != 1)
+        why = std::to_string(v) + " is not 0 or 1";
+      if (p->op_type.rfind("RandomUniform", 0) == 0 &&
+          !(v >= p->attr_float("low", 0.f) && v < p->attr_float("high", 1.f)))
+        why = std::to_string(v) + " is outside [low, high)";
+      if (p->op_type.rfind("RandomNormal", 0) == 0 && !std::isfinite(v)) why = std::to_string(v) + " is not finite";
+    }
+    if (p->op_type == "Dropout" && name == p->outputs[0]) {
+      const bool has_mask = p->outputs.size() > 1 && outputs.count(p->outputs[1]);
+      why = check_dropout(*p, got, has_mask ? &outputs.at(p->outputs[1]) : nullptr, known);
+    }
+    if (!why.empty()) return "output '" + name + "' (random property): " + why;
+  }
+  return "";
+}
+
 // Returns "" on pass; "skip: reason" when unsupported; otherwise the failure.
 std::string run_case(const fs::path& dir) {
   ir::Graph g;
@@ -116,6 +194,11 @@ std::string run_case(const fs::path& dir) {
     } catch (const std::exception& e) {
       return std::string("run (std::exception): ") + e.what();
     }
+    if (has_random_node(g)) {
+      std::string diff = check_random_outputs(g, inputs, outputs, expected);
+      if (!diff.empty()) return set.path().filename().string() + " " + diff;
+      continue;
+    }
     for (size_t i = 0; i < expected.size() && i < g.outputs.size(); ++i) {
       std::string diff = compare(outputs[g.outputs[i]], expected[i]);
       if (!diff.empty()) return set.path().filename().string() + " output '" + g.outputs[i] + "': " + diff;
@@ -134,6 +217,14 @@ std::string reason_key(const std::string& reason) {
   return reason;
 }
 
+// Cases whose stored expected outputs contradict their own model (checked by hand against the
+// generator in onnx/backend/test/case/node of ONNX 1.12). They still run; a mismatch is reported
+// under this reason instead of failing the suite.
+const std::map<std::string, std::string> kWrongExpectedData = {
+    {"test_adam_multiple",
+     "expected outputs computed with epsilon 1e-2, but the model's Adam node has no epsilon "
+     "attribute (spec default 1e-6)"},
+};
 
 // Runs every case of one suite: every case that runs must pass; the unsupported are counted.
 void run_suite(const std::string& suite) {
@@ -146,7 +237,7 @@ void run_suite(const std::string& suite) {
     if (e.is_directory() && std::regex_search(e.path().filename().string(), filter)) cases.push_back(e.path());
   std::sort(cases.begin(), cases.end());
 
-  int run = 0, passed = 0, skipped = 0;
+  int run = 0, passed = 0, skipped = 0, wrong_data = 0;
   std::map<std::string, int> skip_reasons;
   std::vector<std::string> failures;
   const bool verbose = std::getenv("JOULE_CONFORMANCE_VERBOSE") != nullptr;
@@ -160,12 +251,18 @@ void run_suite(const std::string& suite) {
       skip_reasons[reason_key(reason)]++;
       continue;
     }
+    if (!r.empty() && kWrongExpectedData.count(name)) {
+      ++wrong_data;
+      std::printf("WRONG DATA %s: %s (%s)\n", name.c_str(), kWrongExpectedData.at(name).c_str(), r.c_str());
+      continue;
+    }
     ++run;
     if (r.empty()) ++passed;
     else failures.push_back(name + ": " + r);
   }
-  std::printf("ONNX %s conformance: %zu cases, %d run, %d passed, %d failed, %d skipped as unsupported\n",
-              suite.c_str(), cases.size(), run, passed, run - passed, skipped);
+  std::printf("ONNX %s conformance: %zu cases, %d run, %d passed, %d failed, %d skipped as unsupported, "
+              "%d with wrong expected data\n",
+              suite.c_str(), cases.size(), run, passed, run - passed, skipped, wrong_data);
   if (verbose || std::getenv("JOULE_CONFORMANCE_REASONS"))
     for (auto& [why, n] : skip_reasons) std::printf("  skipped %4d: %s\n", n, why.c_str());
   for (auto& f : failures) ADD_FAILURE() << f;

@@ -5,16 +5,11 @@
 //     gives every step its own seed and every Dropout node its own `stream`.
 //   joule.DropoutGrad(dY, mask) -> dX = dY * mask / (1 - ratio)
 #include "joule/ops/nn_util.h"
+#include "joule/ops/random_util.h"
 
 namespace joule::ops {
 namespace {
-
-inline uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
+using rng::splitmix64;
 
 double read_ratio(const ir::Node& n) {
   const double r = n.attr_float("ratio", 0.5f);

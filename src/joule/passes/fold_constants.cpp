@@ -6,10 +6,10 @@
 // New constants are limited in size (PassOptions::fold_small_elements / fold_max_growth), and
 // random ops are never folded.
 #include <algorithm>
-#include <set>
 #include <unordered_set>
 
 #include "joule/ops/op.h"
+#include "joule/ops/random_util.h"
 #include "joule/passes/infer_shapes.h"
 #include "joule/passes/pass.h"
 
@@ -18,11 +18,9 @@ namespace joule::passes {
 namespace {
 
 bool never_fold(const ir::Node& n) {
-  static const std::set<std::string> kRandom = {"Dropout", "RandomNormal", "RandomUniform", "RandomNormalLike",
-                                                "RandomUniformLike", "Multinomial", "Bernoulli"};
   // joule's own ops are deterministic (a FakeQuant of a weight folds into the weight); other
   // domains are not joule's to evaluate.
-  return (!n.domain.empty() && n.domain != "joule") || kRandom.count(n.op_type) != 0;
+  return (!n.domain.empty() && n.domain != "joule") || ops::is_random_op(n);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "joule/ops/op.h"
+#include "joule/ops/random_util.h"
 
 namespace joule::passes {
 
@@ -82,7 +83,7 @@ InferResult infer_shapes(ir::Graph& g, const std::map<std::string, Shape>& input
       continue;
     }
     // Evaluate small constant nodes (shape arithmetic) with the reference kernel.
-    if (all_const && small_constants(c.input_values) && n.op_type != "Dropout") {
+    if (all_const && small_constants(c.input_values) && !ops::is_random_op(n)) {
       ops::KernelContext k{n, c.opset, c.input_values, {}, &pool};
       k.outputs.resize(n.outputs.size());
       try {
