@@ -29,7 +29,7 @@ using ops::recurrent::Kind;
 using ops::recurrent::Spec;
 
 // Batch slices up to this many rows use the matrix-vector kernel; more use SGEMM.
-constexpr int64_t kMatvecRows = 8;
+constexpr int64_t kMatvecRows = 16;
 
 // out[r, n] = sum_k h[r, k] * rt[k * ld + n] for n < N (rt: R^T, row stride ld): axpy-wise
 // over k. The baseline build; AVX-512 below.
@@ -46,31 +46,57 @@ void matvec_base(const float* h, int64_t rows, int64_t K, const float* rt, int64
   }
 }
 
-// The same with the sums of 128 columns in 8 registers over all of k (one load of R^T per FMA,
-// eight independent FMA chains), then 16 columns at a time, the last ones masked.
+// The same for one row and columns [n0, N): the sums of 128 columns in 8 registers over all of
+// k (one load of R^T per FMA, eight independent FMA chains), then 16 columns at a time, the last
+// ones masked.
+JOULE_AVX512 void matvec_row_avx512(const float* h, int64_t K, const float* rt, int64_t ld, int64_t n0, int64_t N, float* o) {
+  for (; n0 + 128 <= N; n0 += 128) {
+    __m512 acc[8];
+    for (auto& v : acc) v = _mm512_setzero_ps();
+    for (int64_t k = 0; k < K; ++k) {
+      const __m512 hk = _mm512_set1_ps(h[k]);
+      const float* row = rt + k * ld + n0;
+      for (int u = 0; u < 8; ++u) acc[u] = _mm512_fmadd_ps(hk, _mm512_loadu_ps(row + 16 * u), acc[u]);
+    }
+    for (int u = 0; u < 8; ++u) _mm512_storeu_ps(o + n0 + 16 * u, acc[u]);
+  }
+  for (; n0 < N; n0 += 16) {
+    const __mmask16 m = N - n0 >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (N - n0)) - 1);
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t k = 0; k < K; ++k) acc = _mm512_fmadd_ps(_mm512_set1_ps(h[k]), _mm512_maskz_loadu_ps(m, rt + k * ld + n0), acc);
+    _mm512_mask_storeu_ps(o + n0, m, acc);
+  }
+}
+
+// Four rows at once, 64 columns at a time: each load of R^T feeds four FMAs (16 sums in
+// registers), so R^T is read once per four batch rows; the last columns row by row.
 JOULE_AVX512 void matvec_avx512(const float* h, int64_t rows, int64_t K, const float* rt, int64_t ld, int64_t N, float* out,
                                 int64_t out_ld) {
-  for (int64_t r = 0; r < rows; ++r) {
-    float* o = out + r * out_ld;
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) {
     const float* hr = h + r * K;
     int64_t n0 = 0;
-    for (; n0 + 128 <= N; n0 += 128) {
-      __m512 acc[8];
-      for (auto& v : acc) v = _mm512_setzero_ps();
+    for (; n0 + 64 <= N; n0 += 64) {
+      __m512 acc[4][4];
+      for (auto& row : acc)
+        for (auto& v : row) v = _mm512_setzero_ps();
       for (int64_t k = 0; k < K; ++k) {
-        const __m512 hk = _mm512_set1_ps(hr[k]);
-        const float* row = rt + k * ld + n0;
-        for (int u = 0; u < 8; ++u) acc[u] = _mm512_fmadd_ps(hk, _mm512_loadu_ps(row + 16 * u), acc[u]);
+        const float* w = rt + k * ld + n0;
+        const __m512 w0 = _mm512_loadu_ps(w), w1 = _mm512_loadu_ps(w + 16), w2 = _mm512_loadu_ps(w + 32), w3 = _mm512_loadu_ps(w + 48);
+        for (int i = 0; i < 4; ++i) {
+          const __m512 hk = _mm512_set1_ps(hr[i * K + k]);
+          acc[i][0] = _mm512_fmadd_ps(hk, w0, acc[i][0]);
+          acc[i][1] = _mm512_fmadd_ps(hk, w1, acc[i][1]);
+          acc[i][2] = _mm512_fmadd_ps(hk, w2, acc[i][2]);
+          acc[i][3] = _mm512_fmadd_ps(hk, w3, acc[i][3]);
+        }
       }
-      for (int u = 0; u < 8; ++u) _mm512_storeu_ps(o + n0 + 16 * u, acc[u]);
+      for (int i = 0; i < 4; ++i)
+        for (int u = 0; u < 4; ++u) _mm512_storeu_ps(out + (r + i) * out_ld + n0 + 16 * u, acc[i][u]);
     }
-    for (; n0 < N; n0 += 16) {
-      const __mmask16 m = N - n0 >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (N - n0)) - 1);
-      __m512 acc = _mm512_setzero_ps();
-      for (int64_t k = 0; k < K; ++k) acc = _mm512_fmadd_ps(_mm512_set1_ps(hr[k]), _mm512_maskz_loadu_ps(m, rt + k * ld + n0), acc);
-      _mm512_mask_storeu_ps(o + n0, m, acc);
-    }
+    for (int i = 0; i < 4; ++i) matvec_row_avx512(hr + i * K, K, rt, ld, n0, N, out + (r + i) * out_ld);
   }
+  for (; r < rows; ++r) matvec_row_avx512(h + r * K, K, rt, ld, 0, N, out + r * out_ld);
 }
 
 // The gate equations of one batch row. xw: the input projection with the biases added (for
