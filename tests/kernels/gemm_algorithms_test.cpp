@@ -61,6 +61,34 @@ TEST(GemmAlgorithms, TransposesAlphaBetaAndCBroadcasts) {
   }
 }
 
+// A's rows known only at run time (a detector's boxes): Compress keeps a data-dependent number
+// of rows, from none to all, and the Gemm after it still runs on the SGEMM algorithms.
+TEST(GemmAlgorithms, RowsKnownOnlyAtRunTime) {
+  GraphBuilder b;
+  b.input("x", DType::Float32, {9, 13})
+      .input("keep", DType::Bool, {9})
+      .init("w", testing::random_tensor({7, 13}, 3))
+      .init("c", testing::random_tensor({7}, 4))
+      .node("Compress", {"x", "keep"}, {"rows"}, {{"axis", int64_t{0}}})
+      .node("Gemm", {"rows", "w", "c"}, {"y"}, {{"transB", int64_t{1}}, {"beta", 0.5f}}, "op")
+      .output("y");
+  const ir::Graph g = b.build();
+  for (const std::vector<bool>& keep : {std::vector<bool>(9, false), std::vector<bool>{1, 0, 1, 1, 0, 0, 1, 0, 1}, std::vector<bool>(9, true)}) {
+    Tensor k(DType::Bool, {9});
+    for (size_t i = 0; i < keep.size(); ++i) k.data<bool>()[i] = keep[i];
+    const runtime::TensorMap in = {{"x", testing::random_tensor({9, 13}, 5)}, {"keep", k}};
+    const auto want = testing::run_with_algo(g, in, {"reference"}, "op");
+    for (const char* algo : {"blas", "onednn"}) {
+      const auto got = testing::run_with_algo(g, in, {std::string("op=") + algo}, "op", 2);
+      ASSERT_EQ(got.algorithm, algo);
+      ASSERT_EQ(got.out.at("y").shape(), want.out.at("y").shape());
+      if (want.out.at("y").numel() > 0) {
+        EXPECT_LT(testing::rel_error(got.out.at("y"), want.out.at("y")), 1e-5) << algo;
+      }
+    }
+  }
+}
+
 TEST(MatMulAlgorithms, BatchedBroadcastAnd1D) {
   const std::vector<std::pair<Shape, Shape>> cases = {
       {{5, 7}, {7, 3}},         {{2, 3, 5, 7}, {7, 9}},     {{2, 3, 5, 7}, {2, 3, 7, 4}},

@@ -12,8 +12,16 @@ struct GemmDims {
   float alpha = 1, beta = 1;
 };
 
+// A's shape may be unknown until run time (a detector's boxes, a dynamic batch): M = -1, and
+// K is B's (checked at run time); B's shape is fixed at plan time.
 std::string read(const NodeView& v, GemmDims* d) {
-  if (!v.static_shape(0, &d->a) || !v.static_shape(1, &d->b)) return "shapes are not static";
+  if (!v.static_shape(1, &d->b)) return "shapes are not static";
+  if (!v.static_shape(0, &d->a)) {
+    const ir::TensorType* t = v.in_types[0];
+    if (v.node.attr_int("transA", 0) != 0 || !t->has_shape || t->dims.size() != 2 || d->b.size() != 2)
+      return "shapes are not static";
+    d->a = {-1, v.node.attr_int("transB", 0) != 0 ? d->b[1] : d->b[0]};
+  }
   if (v.in_types[0]->dtype != DType::Float32 || v.in_types[1]->dtype != DType::Float32) return "not float32";
   if (d->a.size() != 2 || d->b.size() != 2) return "A and B must be 2-D";
   d->ta = v.node.attr_int("transA", 0) != 0;
@@ -42,9 +50,11 @@ class BlasGemm : public Kernel {
   void run(ops::KernelContext& k) const override {
     const Tensor& A = k.in(0);
     const Tensor& B = k.in(1);
-    if (A.shape() != d_.a || B.shape() != d_.b || A.dtype() != DType::Float32 || B.dtype() != DType::Float32)
+    const int64_t M = d_.M >= 0 ? d_.M : (A.rank() == 2 ? A.dim(0) : -1);
+    const bool a_ok = d_.M >= 0 ? A.shape() == d_.a : A.rank() == 2 && A.dim(1) == d_.a[1];
+    if (!a_ok || B.shape() != d_.b || A.dtype() != DType::Float32 || B.dtype() != DType::Float32)
       fail(k.node.where() + ": inputs " + A.describe() + ", " + B.describe() + " differ from the plan");
-    Tensor& Y = k.output(0, DType::Float32, {d_.M, d_.N});
+    Tensor& Y = k.output(0, DType::Float32, {M, d_.N});
     float* y = Y.data<float>();
     float beta = 0.f;
     if (k.has(2) && d_.beta != 0.f) {
@@ -53,11 +63,12 @@ class BlasGemm : public Kernel {
       const float* c = C.data<float>();
       const int64_t rs = d_.c.size() == 2 && d_.c[0] != 1 ? d_.c[1] : 0;  // broadcast strides
       const int64_t cs = !d_.c.empty() && d_.c.back() != 1 ? 1 : 0;
-      for (int64_t i = 0; i < d_.M; ++i)
+      for (int64_t i = 0; i < M; ++i)
         for (int64_t j = 0; j < d_.N; ++j) y[i * d_.N + j] = d_.beta * c[i * rs + j * cs];
       beta = 1.f;
     }
-    parallel_sgemm(b_, *k.pool, d_.ta, d_.tb, d_.M, d_.N, d_.K, d_.alpha, A.data<float>(), A.dim(1), B.data<float>(),
+    if (M == 0) return;
+    parallel_sgemm(b_, *k.pool, d_.ta, d_.tb, M, d_.N, d_.K, d_.alpha, A.data<float>(), A.dim(1), B.data<float>(),
                    B.dim(1), beta, y, d_.N);
   }
 
@@ -75,7 +86,8 @@ template <Blas B>
 double estimate_ms(const NodeView& v) {
   GemmDims d;
   read(v, &d);
-  return sgemm_estimate_ms(B, 2.0 * d.M * d.N * d.K, v.threads, 4.0 * d.N * d.K);
+  const double rows = d.M >= 0 ? static_cast<double>(d.M) : 64.0;  // unknown until run time: a nominal 64
+  return sgemm_estimate_ms(B, 2.0 * rows * d.N * d.K, v.threads, 4.0 * d.N * d.K);
 }
 
 template <Blas B>
