@@ -301,6 +301,21 @@ TEST(EliminateIdentity, RemovesIdentityAndDropoutKeepingOutputNames) {
   EXPECT_EQ(info["dropout_removed"].get<int>(), 2);
 }
 
+TEST(EliminateIdentity, RemovesCastsToTheSameDtypeOnly) {
+  GraphBuilder b;
+  b.input("x", DType::Float32, {2, 3})
+      .init("n", Tensor::from_vector<int64_t>({1, 2, 3, 4, 5, 6}, {2, 3}))
+      .node("Cast", {"x"}, {"same"}, {{"to", int64_t{1}}})  // float -> float: removed
+      .node("Relu", {"same"}, {"r"})
+      .node("Cast", {"n"}, {"f"}, {{"to", int64_t{1}}})     // int64 -> float: kept
+      .node("Add", {"r", "f"}, {"y"})
+      .output("y");
+  nlohmann::json r;
+  ir::Graph h = apply_and_compare(b.build(), {"eliminate_identity"}, 0, &r);
+  EXPECT_EQ(count_op(h, "Cast"), 1u);
+  EXPECT_EQ(r["passes"][0]["info"]["same_type_cast_removed"].get<int>(), 1);
+}
+
 // PyTorch exports Dropout's ratio and training_mode as Constant nodes, which this pass (first in
 // the pipeline) sees before fold_constants turns them into initializers.
 TEST(EliminateIdentity, ReadsDropoutModeFromConstantNodes) {

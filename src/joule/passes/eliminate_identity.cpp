@@ -1,4 +1,6 @@
-// Removes Identity and inference-mode Dropout: their consumers read the input directly.
+// Removes Identity, inference-mode Dropout and Cast to the dtype its input already has (exports
+// of detectors carry float-to-float Casts of whole feature maps): their consumers read the input
+// directly.
 // Graph input and output names never change: when the removed node's output is a graph
 // output, the producer of its input is renamed to produce it instead; when that is not
 // possible (the input is a graph input, an initializer or itself a graph output), the node
@@ -50,12 +52,16 @@ bool removable_dropout(const ir::Graph& g, const ir::Node& n, const std::unorder
 
 PassResult eliminate_identity(ir::Graph& g, const PassOptions&) {
   PassResult r;
-  int identity = 0, dropout = 0, kept = 0, renamed = 0;
+  int identity = 0, dropout = 0, cast = 0, kept = 0, renamed = 0;
   std::unordered_set<const ir::Node*> removed;
   for (size_t idx : g.topo_order()) {
     ir::Node& n = *g.nodes[idx];
-    if (!n.domain.empty() || (n.op_type != "Identity" && n.op_type != "Dropout")) continue;
+    if (!n.domain.empty() || (n.op_type != "Identity" && n.op_type != "Dropout" && n.op_type != "Cast")) continue;
     if (!n.has_input(0) || n.outputs.empty() || n.outputs[0].empty()) continue;
+    if (n.op_type == "Cast") {  // only where the input's dtype is known and is the target
+      const ir::TensorType* t = g.type_of(n.inputs[0]);
+      if (!t || t->dtype == DType::Undefined || t->dtype != dtype_from_onnx(static_cast<int>(n.attr_int("to", 0)))) continue;
+    }
     std::unordered_set<std::string> used(g.outputs.begin(), g.outputs.end());
     for (auto& m : g.nodes)
       if (!removed.count(m.get()))
@@ -81,13 +87,14 @@ PassResult eliminate_identity(ir::Graph& g, const PassOptions&) {
       g.types.erase(out);
     }
     removed.insert(&n);
-    (n.op_type == "Identity" ? identity : dropout)++;
+    (n.op_type == "Identity" ? identity : n.op_type == "Cast" ? cast : dropout)++;
   }
   if (!removed.empty()) {
     std::erase_if(g.nodes, [&](const std::unique_ptr<ir::Node>& n) { return removed.count(n.get()) != 0; });
     r.changed = true;
   }
-  r.info = {{"identity_removed", identity}, {"dropout_removed", dropout}, {"producers_renamed", renamed},
+  r.info = {{"identity_removed", identity}, {"dropout_removed", dropout}, {"same_type_cast_removed", cast},
+            {"producers_renamed", renamed},
             {"kept_for_graph_output", kept}};
   return r;
 }

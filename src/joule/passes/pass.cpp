@@ -30,7 +30,7 @@ PassResult annotate_costs_pass(ir::Graph& g, const PassOptions&) {
 
 const std::vector<PassDef>& all_passes() {
   static const std::vector<PassDef> table = {
-      {"eliminate_identity", eliminate_identity, "remove Identity and inference-mode Dropout"},
+      {"eliminate_identity", eliminate_identity, "remove Identity, inference-mode Dropout and Cast to the same dtype"},
       {"fold_constants", fold_constants,
        "evaluate nodes whose inputs are constants (incl. shapes of static tensors) into initializers"},
       {"fold_batch_norm", fold_batch_norm, "fold BatchNormalization into the preceding Conv, Gemm or MatMul"},
