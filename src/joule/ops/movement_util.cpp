@@ -83,11 +83,27 @@ ir::Dim dim_mul(const ir::Dim& d, int64_t k) {
   return ir::Dim{};
 }
 
-Tensor strided_copy(const Tensor& in, const Shape& out_shape, const std::vector<int64_t>& strides,
+Tensor strided_copy(const Tensor& in, const Shape& shape_in, const std::vector<int64_t>& strides_in,
                     int64_t offset) {
-  Tensor out(in.dtype(), out_shape);
+  Tensor out(in.dtype(), shape_in);
   const int64_t n = out.numel();
   if (n == 0) return out;
+  // Adjacent dims whose strides chain (d's stride = d+1's stride x d+1's size; broadcast dims,
+  // stride 0, included) walk as one: longer rows (Expand of [n,1,1,1] to [n,256,7,7] fills rows
+  // of 12544, not of 7).
+  Shape out_shape;
+  std::vector<int64_t> strides;
+  for (size_t d = 0; d < shape_in.size(); ++d) {
+    if (shape_in[d] == 1) continue;  // a size-1 dim moves nothing
+    if (!out_shape.empty() && strides.back() == strides_in[d] * shape_in[d]) {
+      out_shape.back() *= shape_in[d];
+      strides.back() = strides_in[d];
+    } else {
+      out_shape.push_back(shape_in[d]);
+      strides.push_back(strides_in[d]);
+    }
+  }
+  if (out_shape.empty()) out_shape = {1}, strides = {0};
   const size_t r = out_shape.size();
   visit_elem_bytes(in.dtype(), [&](auto tag) {
     using U = typename decltype(tag)::type;
@@ -107,6 +123,8 @@ Tensor strided_copy(const Tensor& in, const Shape& out_shape, const std::vector<
       const U* s = src + base;
       if (step == 1) {
         std::memcpy(row, s, static_cast<size_t>(inner) * sizeof(U));
+      } else if (step == 0) {
+        std::fill(row, row + inner, *s);
       } else {
         for (int64_t j = 0; j < inner; ++j) row[j] = s[j * step];
       }
