@@ -60,6 +60,53 @@ TEST(OnnxIO, ExportImportGivesIdenticalOutputs) {
   EXPECT_EQ(onnx::serialize_model(onnx::load_model(p + "2")), onnx::serialize_model(g2));
 }
 
+// An If whose branches read a value of the outer graph (x) and a Loop summing it: written
+// without the captured inputs, read back with them (the loader finds what the bodies read),
+// and run with both branches taken.
+TEST(OnnxIO, ControlFlowWithOuterScopeValuesRoundTrips) {
+  GraphBuilder then_b, else_b, body_b;
+  then_b.init("one", Tensor::scalar<float>(1.f)).node("Add", {"x", "one"}, {"t"}).output("t");
+  then_b.g.types["t"] = ir::TensorType::of(DType::Float32, {3});
+  else_b.node("Neg", {"x"}, {"e"}).output("e");
+  else_b.g.types["e"] = ir::TensorType::of(DType::Float32, {3});
+  body_b.input("i", DType::Int64, {}).input("c", DType::Bool, {}).input("acc", DType::Float32, {3})
+      .node("Add", {"acc", "x"}, {"acc2"}).node("Identity", {"c"}, {"c2"}).output("c2").output("acc2");
+  body_b.g.types["acc2"] = ir::TensorType::of(DType::Float32, {3});
+  then_b.g.name = "then", else_b.g.name = "else", body_b.g.name = "body";
+  GraphBuilder b;
+  b.input("x", DType::Float32, {3})
+      .input("cond", DType::Bool, {})
+      .init("trips", Tensor::scalar<int64_t>(4))
+      .init("zero", Tensor::from_vector<float>({0, 0, 0}, {3}))
+      .node("If", {"cond", "x"}, {"y"},
+            {{"then_branch", std::make_shared<const ir::Graph>(then_b.g)}, {"else_branch", std::make_shared<const ir::Graph>(else_b.g)}})
+      .node("Loop", {"trips", "", "zero", "x"}, {"sum"}, {{"body", std::make_shared<const ir::Graph>(body_b.g)}})
+      .output("y")
+      .output("sum");
+  b.g.nodes[0]->captured = {"x"};
+  b.g.nodes[1]->captured = {"x"};
+  const auto p = (tmpdir() / "control_flow.onnx").string();
+  onnx::save_model(b.g, p);
+  const ir::Graph g = onnx::load_model(p);
+  ASSERT_EQ(g.nodes.size(), 2u);
+  for (auto& n : g.nodes) {
+    EXPECT_EQ(n->captured, std::vector<std::string>{"x"}) << n->where();
+    EXPECT_EQ(n->inputs.back(), "x") << n->where();
+  }
+  EXPECT_EQ(g.nodes[0]->inputs.size(), 2u);  // cond + captured x
+  runtime::Session s(g);
+  const Tensor x = Tensor::from_vector<float>({1, -2, 3}, {3});
+  for (bool c : {true, false}) {
+    const auto out = s.run({{"x", x}, {"cond", Tensor::scalar<bool>(c)}});
+    const Tensor& y = out.at("y");
+    const Tensor& sum = out.at("sum");
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_FLOAT_EQ(y.data<float>()[i], c ? x.data<float>()[i] + 1 : -x.data<float>()[i]);
+      EXPECT_FLOAT_EQ(sum.data<float>()[i], 4 * x.data<float>()[i]);
+    }
+  }
+}
+
 TEST(OnnxIO, ExternalDataRoundTrip) {
   ir::Graph g = small_cnn();
   auto dir = tmpdir() / "ext";

@@ -153,7 +153,7 @@ void type_to_proto(const ir::TensorType& t, ::onnx::TypeProto* tp) {
 }
 
 ir::Graph graph_part_from_proto(::onnx::GraphProto& gp, const std::map<std::string, int64_t>& opsets,
-                                const std::string& base_dir, const std::string& what);
+                                const std::string& base_dir, const std::string& what, bool body);
 
 ir::Attribute attr_from_proto(::onnx::AttributeProto& a, const std::map<std::string, int64_t>& opsets,
                               const std::string& base_dir, const std::string& what) {
@@ -161,7 +161,7 @@ ir::Attribute attr_from_proto(::onnx::AttributeProto& a, const std::map<std::str
   switch (a.type()) {
     case A::GRAPH:
       return std::make_shared<const ir::Graph>(
-          graph_part_from_proto(*a.mutable_g(), opsets, base_dir, what + " attribute '" + a.name() + "'"));
+          graph_part_from_proto(*a.mutable_g(), opsets, base_dir, what + " attribute '" + a.name() + "'", true));
     case A::FLOAT: return a.f();
     case A::INT: return static_cast<int64_t>(a.i());
     case A::STRING: return a.s();
@@ -227,7 +227,7 @@ ir::Graph graph_from_proto(::onnx::ModelProto& m, const std::string& base_dir, c
     opsets[dom] = op.version();
   }
   if (!opsets.count("")) opsets[""] = 1;  // ONNX: missing default domain means opset 1
-  ir::Graph g = graph_part_from_proto(*m.mutable_graph(), opsets, base_dir, what);
+  ir::Graph g = graph_part_from_proto(*m.mutable_graph(), opsets, base_dir, what, false);
   if (!m.producer_name().empty()) g.model_props["producer"] = m.producer_name();
   if (!m.producer_version().empty()) g.model_props["producer_version"] = m.producer_version();
   for (auto& kv : m.metadata_props()) g.model_props[kv.key()] = kv.value();
@@ -254,11 +254,12 @@ std::vector<std::string> free_names(const ir::Graph& g) {
   return r;
 }
 
-// Inputs, outputs, initializers and nodes of a GraphProto (the model's graph or a body). Each
-// initializer's bytes are released from `gp` once copied. A node with graph attributes gets the
-// outer-scope values its bodies read as implicit inputs (Node::captured).
+// Inputs, outputs, initializers and nodes of a GraphProto (the model's graph or, `body`, a graph
+// attribute, whose inputs may leave their type to the node). Each initializer's bytes are
+// released from `gp` once copied. A node with graph attributes gets the outer-scope values its
+// bodies read as implicit inputs (Node::captured).
 ir::Graph graph_part_from_proto(::onnx::GraphProto& gp, const std::map<std::string, int64_t>& opsets,
-                                const std::string& base_dir, const std::string& what) {
+                                const std::string& base_dir, const std::string& what, bool body) {
   if (gp.sparse_initializer_size() > 0) fail_unsupported(what + ": sparse initializers are not supported");
   ir::Graph g;
   g.name = gp.name();
@@ -274,7 +275,7 @@ ir::Graph graph_part_from_proto(::onnx::GraphProto& gp, const std::map<std::stri
   for (auto& vi : gp.input()) {
     if (g.initializers.count(vi.name())) continue;  // initializer listed as input (IR < 4)
     g.inputs.push_back(vi.name());
-    if (vi.has_type()) g.types[vi.name()] = type_from_proto(vi.type(), what + ": input '" + vi.name() + "'");
+    if (!body || vi.has_type()) g.types[vi.name()] = type_from_proto(vi.type(), what + ": input '" + vi.name() + "'");
   }
   for (auto& vi : gp.output()) {
     g.outputs.push_back(vi.name());

@@ -55,11 +55,17 @@ int dirs_of(const std::string& direction, const ir::Node& n) {
 
 void zero(float* p, int64_t n) { std::memset(p, 0, static_cast<size_t>(n) * sizeof(float)); }
 
+std::vector<std::string> activation_names(const ir::Node& n, Kind kind) {
+  auto it = n.attrs.find("activations");
+  if (it == n.attrs.end()) return default_acts(kind);
+  if (auto* v = std::get_if<std::vector<std::string>>(&it->second)) return *v;
+  fail(n.where() + ": attribute 'activations' must be a list of strings");
+}
+
 }  // namespace
 
 std::string check(const ir::Node& n, Kind kind) {
-  for (const std::string& a : n.has_attr("activations") ? std::get<std::vector<std::string>>(n.attrs.at("activations"))
-                                                        : default_acts(kind))
+  for (const std::string& a : activation_names(n, kind))
     if (!find_fn(a)) return "activation '" + a + "' is not one of the spec's (Relu, Tanh, Sigmoid, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, HardSigmoid, Elu, Softsign, Softplus)";
   return "";
 }
@@ -81,9 +87,7 @@ Spec parse(const ir::Node& n, Kind kind) {
   if (layout != 0 && layout != 1) fail(n.where() + ": layout must be 0 or 1, got " + std::to_string(layout));
   s.batch_major = layout == 1;
 
-  std::vector<std::string> names = n.has_attr("activations")
-                                       ? std::get<std::vector<std::string>>(n.attrs.at("activations"))
-                                       : default_acts(kind);
+  std::vector<std::string> names = activation_names(n, kind);
   // One set given for both directions applies to each.
   if (s.dirs == 2 && names.size() == static_cast<size_t>(s.acts_per_dir)) {
     const std::vector<std::string> one = names;

@@ -288,7 +288,8 @@ class RecurrentKernel final : public Kernel {
     zeros_.assign(static_cast<size_t>(H_), 0.f);
   }
 
-  bool reads_input(size_t i) const override { return i == 0 || i >= 4; }
+  // X, sequence_lens and the initial states; W, R, B and P were packed at prepare time.
+  bool reads_input(size_t i) const override { return i == 0 || (i >= 4 && i <= 6); }
   std::string detail() const override { return "projection sgemm + fused gates"; }
 
   void run(ops::KernelContext& k) const override {
@@ -323,8 +324,8 @@ class RecurrentKernel final : public Kernel {
 
  private:
   // Rows [b0, b1) of direction `dir` through their whole sequences (xw: this direction's
-  // projection, row stride ldx). `threads` > 1 only when this
-  // is the only work item (then the SGEMM of a large batch slice uses the pool).
+  // projection, row stride ldx). `threads` > 1 only when this is the only work item (then the
+  // SGEMM of a large batch slice uses the pool).
   void walk(ops::KernelContext& k, const ops::recurrent::Dims& d, const std::vector<int64_t>& lens,
             const ops::recurrent::Outputs& out, const float* xw, int64_t ldx, int dir, int64_t b0, int64_t b1, int threads) const {
     const int64_t rows = b1 - b0;
