@@ -523,15 +523,6 @@ void scatter_slices(Tensor& out, const Tensor& updates, const std::vector<int64_
     const size_t es = dtype_size(out.dtype());
     auto* dst = static_cast<std::byte*>(out.raw());
     const auto* src = static_cast<const std::byte*>(updates.raw());
-    // Single elements (ScatterElements) with the size known at compile time: a move, not a call.
-    auto elements = [&](auto size) {
-      constexpr size_t kSize = decltype(size)::value;
-      for (size_t k = 0; k < dst_offsets.size(); ++k)
-        std::memcpy(dst + static_cast<size_t>(dst_offsets[k]) * kSize, src + k * kSize, kSize);
-    };
-    if (n == 1 && es == 4) return elements(std::integral_constant<size_t, 4>{});
-    if (n == 1 && es == 8) return elements(std::integral_constant<size_t, 8>{});
-    if (n == 1 && es == 2) return elements(std::integral_constant<size_t, 2>{});
     for (size_t k = 0; k < dst_offsets.size(); ++k)
       std::memcpy(dst + static_cast<size_t>(dst_offsets[k]) * es, src + k * n * es, n * es);
     return;

@@ -193,7 +193,7 @@ JOULE_ALWAYS_INLINE void rnn_body(const GateArgs& g, const Activation* a) {
   gate<D, Fn::kTanh>(g.h, g.xw, g.hr, g.zeros, g.zeros, g.H, g.clip, a[0]);
 }
 
-enum Step { kLstm, kGruLbr, kGruZr, kGruH, kRnn, kSteps };
+enum Step { kLstm, kGruLbr, kGruZr, kGruH, kRnn };
 using StepFn = void (*)(const GateArgs&, const Activation*);
 
 template <int S, bool D>
