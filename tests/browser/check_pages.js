@@ -27,18 +27,22 @@ function expect(cond, msg) { if (!cond) problems.push(msg); }
     await page.waitForSelector("#runs tbody tr.run", { timeout: 15000 });
     const expText = await page.textContent("#experiments");
     expect(expText.includes(experiment), `dashboard: experiment ${experiment} not listed: ${expText}`);
-    const rows = await page.$$("#runs tbody tr.run");
-    expect(rows.length >= 2, `dashboard: ${rows.length} runs listed`);
+    // The live view re-renders the table every 2 s: stop it, and click through locators (they
+    // find their element again if a refresh already in flight replaces it).
+    await page.uncheck("#live");
+    const rows = page.locator("#runs tbody tr.run");
+    const count = await rows.count();
+    expect(count >= 2, `dashboard: ${count} runs listed`);
     // One run's details.
-    await rows[0].click();
+    await rows.nth(0).click();
     await page.waitForSelector("#detail h2", { timeout: 10000 });
     const detail = await page.textContent("#detail");
     expect(detail.includes("Metrics"), "dashboard: no metrics in a run's details");
     expect(detail.includes("Per-layer time"), "dashboard: no per-layer table in a profiled run's details");
     // Two runs side by side.
-    const boxes = await page.$$("#runs tbody tr.run input[type=checkbox]");
-    await boxes[0].click();
-    await boxes[1].click();
+    const boxes = page.locator("#runs tbody tr.run input[type=checkbox]");
+    await boxes.nth(0).check();
+    await boxes.nth(1).check();
     await page.click("#compare");
     await page.waitForFunction(() => document.querySelector("#detail h2").textContent.includes("against run"),
                                null, { timeout: 10000 });

@@ -73,6 +73,33 @@ TEST(Cli, RunWritesSanitisedOutputNames) {
   EXPECT_EQ(r2.code, 0) << r2.out;
 }
 
+// A model whose output is a sequence: -o writes one file per item, json says what it holds.
+TEST(Cli, RunWritesASequenceOutputItemByItem) {
+  joule::testing::GraphBuilder b;
+  b.input("x", DType::Float32, {4, 3}).init("two", Tensor::scalar<int64_t>(2));
+  b.node("SplitToSequence", {"x", "two"}, {"pieces"}).output("pieces");
+  ir::Graph g = b.build();
+  g.types["pieces"] = ir::TensorType::of(DType::Float32, {2, 3}).with_kind(ValueKind::Sequence);
+  const std::string model = (dir() / "seq.onnx").string();
+  write_file_atomic(model, onnx::serialize_model(g));
+  save_npy(joule::testing::iota_tensor({4, 3}, 0.f), (dir() / "x43.npy").string());
+  auto out = dir() / "seq_out";
+  Result r = joule_cmd("run " + model + " -i " + (dir() / "x43.npy").string() + " -o " + out.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("pieces seq(2 x float32"), std::string::npos) << r.out;
+  Tensor second = load_npy((out / "pieces.1.npy").string());
+  EXPECT_EQ(second.shape(), (Shape{2, 3}));
+  EXPECT_EQ(second.data<float>()[0], 6.f);  // x[2, 0]
+  EXPECT_FALSE(fs::exists(out / "pieces.npy"));
+  Result j = joule_cmd("run " + model + " -i " + (dir() / "x43.npy").string() + " --format json");
+  ASSERT_EQ(j.code, 0) << j.out;
+  const auto o = nlohmann::json::parse(j.out)["outputs"][0];
+  EXPECT_EQ(o["kind"], "sequence");
+  EXPECT_EQ(o["items"], 2);
+  Result info = joule_cmd("info " + model);
+  EXPECT_NE(info.out.find("output  pieces                   seq(float32[?,3])"), std::string::npos) << info.out;
+}
+
 TEST(Cli, BadInputExitsTwoWithOneLine) {
   auto expect_bad = [](const std::string& args, const std::string& needle) {
     Result r = joule_cmd(args);

@@ -43,7 +43,8 @@ TEST(DType, OnnxCodesRoundTrip) {
       EXPECT_EQ(dtype_to_onnx(t), code);
     }
   }
-  EXPECT_EQ(dtype_from_onnx(8), DType::Undefined);  // string
+  EXPECT_EQ(dtype_from_onnx(8), DType::String);
+  EXPECT_EQ(dtype_from_onnx(14), DType::Undefined);  // complex64
   EXPECT_EQ(dtype_from_name("int64"), DType::Int64);
 }
 

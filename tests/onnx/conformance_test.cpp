@@ -15,6 +15,7 @@
 #include "joule/ops/random_util.h"
 #include "joule/passes/check_support.h"
 #include "joule/runtime/session.h"
+#include "joule/train/expand_gradient.h"
 
 namespace fs = std::filesystem;
 using namespace joule;
@@ -27,11 +28,23 @@ std::string testdata_dir(const std::string& suite) {
   return std::string(e ? e : "/usr/share/libonnx-testdata/data") + "/" + suite;
 }
 
-// Compares like ONNX's backend tests: rtol 1e-3, atol 1e-7 for floats, exact otherwise.
+// Compares like ONNX's backend tests: rtol 1e-3, atol 1e-7 for floats, exact otherwise;
+// sequences and optionals item by item.
 std::string compare(const Tensor& got, const Tensor& want) {
+  if (got.kind() != want.kind() || got.items().size() != want.items().size())
+    return "value " + got.describe() + " != expected " + want.describe();
+  for (size_t i = 0; i < want.items().size(); ++i)
+    if (std::string d = compare(got.items()[i], want.items()[i]); !d.empty()) return "item " + std::to_string(i) + ": " + d;
+  if (!want.is_tensor()) return "";
   if (got.dtype() != want.dtype())
     return std::string("dtype ") + dtype_name(got.dtype()) + " != expected " + dtype_name(want.dtype());
   if (got.shape() != want.shape()) return "shape " + shape_str(got.shape()) + " != expected " + shape_str(want.shape());
+  if (want.dtype() == DType::String) {
+    for (int64_t i = 0; i < want.numel(); ++i)
+      if (got.data<std::string>()[i] != want.data<std::string>()[i])
+        return "element " + std::to_string(i) + ": '" + got.data<std::string>()[i] + "' != expected '" + want.data<std::string>()[i] + "'";
+    return "";
+  }
   const bool fl = is_floating(want.dtype());
   for (int64_t i = 0; i < want.numel(); ++i) {
     double a = got.value_as_double(i), b = want.value_as_double(i);
@@ -66,7 +79,7 @@ std::vector<std::string> sorted_files(const fs::path& dir, const std::string& pr
 // ONNX 1.12's test data stores bfloat16 tensors as uint16 (the same bits); read them back as
 // the type the model declares.
 Tensor as_declared(Tensor t, DType declared) {
-  if (t.dtype() == DType::UInt16 && declared == DType::BFloat16) {
+  if (t.is_tensor() && t.dtype() == DType::UInt16 && declared == DType::BFloat16) {
     Tensor r(DType::BFloat16, t.shape());
     std::memcpy(r.raw(), t.raw(), t.nbytes());
     return r;
@@ -156,6 +169,7 @@ std::string run_case(const fs::path& dir) {
   try {
     g = onnx::load_model((dir / "model.onnx").string());
     passes::require_supported(g, "model");
+    train::expand_gradient_nodes(g);  // as api::Model does on load
   } catch (const Error& e) {
     if (e.kind() == Error::Kind::Unsupported) return std::string("skip: ") + e.what();
     return std::string("load: ") + e.what();
@@ -172,13 +186,14 @@ std::string run_case(const fs::path& dir) {
       if (in_files.size() > g.inputs.size()) return "more input files than graph inputs";
       for (size_t i = 0; i < in_files.size(); ++i) {
         const std::string& name = g.inputs[i];
-        inputs[name] = as_declared(onnx::load_tensor_pb(in_files[i]), g.type_of(name)->dtype);
+        const ir::TensorType& declared = *g.type_of(name);
+        inputs[name] = as_declared(onnx::load_value_pb(in_files[i], declared), declared.dtype);
         // Run at the data's shapes (a few ONNX 1.12 cases declare other shapes than their data).
-        opt.input_shapes[name] = inputs[name].shape();
+        if (declared.is_tensor()) opt.input_shapes[name] = inputs[name].shape();
       }
       for (size_t i = 0; i < out_files.size(); ++i) {
         const ir::TensorType* t = i < g.outputs.size() ? g.type_of(g.outputs[i]) : nullptr;
-        expected.push_back(as_declared(onnx::load_tensor_pb(out_files[i]), t ? t->dtype : DType::Undefined));
+        expected.push_back(as_declared(onnx::load_value_pb(out_files[i], t ? *t : ir::TensorType{}), t ? t->dtype : DType::Undefined));
       }
     } catch (const Error& e) {
       if (e.kind() == Error::Kind::Unsupported) return std::string("skip: ") + e.what();

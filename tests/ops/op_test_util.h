@@ -29,7 +29,7 @@ inline std::vector<Tensor> run_op(const ir::Node& node, const std::vector<Tensor
   if (!def) throw std::runtime_error("no op " + node.op_type);
   std::vector<ir::TensorType> types;
   types.reserve(inputs.size());
-  for (auto& t : inputs) types.push_back(ir::TensorType::of(t.dtype(), t.shape()));
+  for (auto& t : inputs) types.push_back(ir::TensorType::of_value(t));
   ops::InferContext ic{node, opset, {}, {}, {}, {}};
   for (size_t i = 0; i < inputs.size(); ++i) {
     ic.input_types.push_back(inputs[i].defined() ? &types[i] : nullptr);
@@ -48,7 +48,8 @@ inline std::vector<Tensor> run_op(const ir::Node& node, const std::vector<Tensor
     const auto& got = kc.outputs[i];
     const auto& want = ic.output_types[i];
     EXPECT_EQ(want.dtype, got.dtype()) << node.op_type << " output " << i;
-    if (want.has_shape) {
+    EXPECT_EQ(want.kind, got.kind()) << node.op_type << " output " << i;
+    if (want.has_shape && got.is_tensor()) {
       EXPECT_EQ(want.dims.size(), got.shape().size()) << node.op_type << " output " << i;
       for (size_t d = 0; d < want.dims.size() && d < got.shape().size(); ++d)
         if (want.dims[d].is_static()) {

@@ -37,10 +37,12 @@ void expect_measured_values_sane(const CpuPeak& p) {
   }
   EXPECT_GE(p.measure_threads, 1);
   // Below the theoretical max of the ISA with 2 FMA units (SSE: a multiply and an add unit
-  // each way) at the max clock, with a 1.5x margin for turbo above the clock we read.
+  // each way) at the clock we read, with a 2.5x margin for boost above it: VMs report the base
+  // clock in 'cpu MHz' (an EPYC at 2.1 GHz nominal measured 104 FLOP/cycle, i.e. ~3.4 GHz real).
+  // What this catches is a loop the compiler removed (absurd figures), not a fast machine.
   const std::map<std::string, double> two_units = {{"avx512f+fma", 64}, {"avx2+fma", 32}, {"scalar/sse", 16}};
   ASSERT_TRUE(two_units.count(p.isa)) << p.isa;
-  EXPECT_LT(p.measured_gflops_1t, two_units.at(p.isa) * p.ghz * 1.5) << p.assumptions;
+  EXPECT_LT(p.measured_gflops_1t, two_units.at(p.isa) * p.ghz * 2.5) << p.assumptions;
   EXPECT_NEAR(p.measured_flops_per_cycle, p.measured_gflops_1t / p.ghz, 1e-9);
 }
 

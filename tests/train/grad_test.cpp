@@ -9,6 +9,7 @@
 #include "graph_builder.h"
 #include "joule/core/error.h"
 #include "joule/runtime/session.h"
+#include "joule/train/expand_gradient.h"
 #include "joule/train/train_graph.h"
 
 using namespace joule;
@@ -318,4 +319,47 @@ TEST(Grad, MissingRulesAreListedAtOnce) {
     EXPECT_NE(m.find("Cos (1 node: c1)"), std::string::npos) << m;
     EXPECT_NE(m.find("Sin (2 nodes"), std::string::npos) << m;
   }
+}
+
+// ONNX's Gradient node: d = (a + b) * a * z with z held constant (zs); the gradients of sum(d)
+// are (2a + b) * z and a * z; a value d does not depend on gets zeros.
+TEST(GradientNode, ExpandsIntoTheBackwardGraph) {
+  GraphBuilder gb;
+  gb.g.opsets["ai.onnx.preview.training"] = 1;
+  gb.input("a", DType::Float32, {3}).input("b", DType::Float32, {3}).input("z", DType::Float32, {3})
+      .input("u", DType::Float32, {2});
+  gb.node("Add", {"a", "b"}, {"c"}).node("Mul", {"c", "a"}, {"ca"}).node("Mul", {"ca", "z"}, {"d"});
+  gb.node("Gradient", {"a", "b", "u", "z"}, {"da", "db", "du"},
+          {{"xs", ir::Attribute{std::vector<std::string>{"a", "b", "u"}}}, {"zs", ir::Attribute{std::vector<std::string>{"z"}}},
+           {"y", ir::Attribute{std::string("d")}}},
+          "grad");
+  gb.g.nodes.back()->domain = "ai.onnx.preview.training";
+  gb.output("d").output("da").output("db").output("du");
+  ir::Graph g = gb.build();
+  auto f = [](std::vector<float> v) {
+    Tensor t(DType::Float32, {static_cast<int64_t>(v.size())});
+    std::copy(v.begin(), v.end(), t.data<float>());
+    return t;
+  };
+  const runtime::TensorMap in = {{"a", f({1, 2, 3})}, {"b", f({4, 5, 6})}, {"z", f({2, 3, 4})}, {"u", f({7, 8})}};
+  // a bare Session refuses the node (it needs the graph, not one kernel)
+  try {
+    runtime::Session(g, {}).run(in);
+    FAIL() << "a Gradient node ran unexpanded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("expanded into their backward graph"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(train::expand_gradient_nodes(g), 1u);
+  runtime::TensorMap out = runtime::Session(g, {}).run(in);
+  const float* da = out.at("da").data<float>();
+  const float* db = out.at("db").data<float>();
+  const float* du = out.at("du").data<float>();
+  const std::vector<float> want_da = {(2 + 4) * 2.f, (4 + 5) * 3.f, (6 + 6) * 4.f}, want_db = {2, 6, 12};
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_FLOAT_EQ(da[i], want_da[static_cast<size_t>(i)]);
+    EXPECT_FLOAT_EQ(db[i], want_db[static_cast<size_t>(i)]);
+  }
+  EXPECT_EQ(out.at("du").shape(), (Shape{2}));
+  EXPECT_EQ(du[0], 0.f);
+  EXPECT_EQ(du[1], 0.f);
 }

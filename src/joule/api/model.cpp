@@ -9,6 +9,7 @@
 #include "joule/core/error.h"
 #include "joule/core/file_util.h"
 #include "joule/onnx/model_io.h"
+#include "joule/train/expand_gradient.h"
 
 namespace joule::api {
 
@@ -17,6 +18,7 @@ namespace fs = std::filesystem;
 Model::Model(ir::Graph graph, std::string path, std::string name) : path_(std::move(path)), name_(std::move(name)) {
   if (name_.empty()) name_ = !path_.empty() ? fs::path(path_).stem().string() : graph.name;
   name_ = safe_filename(name_.empty() ? "model" : name_);
+  train::expand_gradient_nodes(graph);  // ONNX's in-graph Gradient requests become ordinary nodes
   graph_ = std::make_shared<const ir::Graph>(std::move(graph));
   if (!path_.empty()) {
     const fs::path side = fs::path(path_).replace_extension(".json");
@@ -72,7 +74,7 @@ Model Model::resolved_for(const std::map<std::string, Tensor>& inputs) const {
   for (const std::string& name : graph().inputs) {
     const ir::TensorType* t = graph().type_of(name);
     auto it = inputs.find(name);
-    if (!t || t->is_static() || it == inputs.end()) continue;
+    if (!t || !t->is_tensor() || t->is_static() || it == inputs.end() || !it->second.is_tensor()) continue;
     if (t->has_shape && t->dims.size() != it->second.shape().size()) continue;
     shapes[name] = it->second.shape();
   }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 
 #include "joule/core/error.h"
 #include "joule/core/npy.h"
@@ -32,7 +33,8 @@ Tensor read_tensor(const std::string& path) {
   fail(path + ": input files must be .npy or ONNX TensorProto .pb");
 }
 
-runtime::TensorMap read_inputs(const std::vector<std::string>& specs, const std::vector<std::string>& names) {
+runtime::TensorMap read_inputs(const std::vector<std::string>& specs, const std::vector<std::string>& names,
+                               const ir::Graph* graph) {
   runtime::TensorMap m;
   size_t next = 0;
   for (auto& s : specs) {
@@ -48,20 +50,56 @@ runtime::TensorMap read_inputs(const std::vector<std::string>& specs, const std:
       name = names[next++];
     }
     if (m.count(name)) fail("input '" + name + "' given twice");
-    m[name] = read_tensor(file);
+    const ir::TensorType* declared = graph ? graph->type_of(name) : nullptr;
+    // A sequence or optional input: an ONNX SequenceProto / OptionalProto file.
+    m[name] = declared && !declared->is_tensor() && ends_with(file, ".pb") ? onnx::load_value_pb(file, *declared) : read_tensor(file);
   }
   for (auto& n : names)
     if (!m.count(n)) fail("missing input '" + n + "': pass -i FILE or -i " + n + "=FILE");
   return m;
 }
 
+nlohmann::json first_values(const Tensor& t, int64_t n) {
+  nlohmann::json first = nlohmann::json::array();
+  if (!t.is_tensor()) {
+    for (size_t i = 0; i < t.items().size() && static_cast<int64_t>(i) < n; ++i) first.push_back(t.items()[i].describe());
+    return first;
+  }
+  for (int64_t i = 0; i < std::min<int64_t>(t.numel(), n); ++i) {
+    if (t.dtype() == DType::String) first.push_back(t.data<std::string>()[i]);
+    else first.push_back(t.value_as_double(i));
+  }
+  return first;
+}
+
+std::vector<std::pair<std::string, Tensor>> output_files(const std::string& dir, const std::string& name, const Tensor& t) {
+  const std::string base = (std::filesystem::path(dir) / safe_filename(name)).string();
+  std::vector<std::pair<std::string, Tensor>> files;
+  auto add = [&](const std::string& path, const Tensor& v) {
+    if (v.dtype() == DType::String) fail("output '" + name + "' holds strings, which .npy files cannot; use --format json");
+    files.emplace_back(path, v);
+  };
+  const Tensor* v = &t;
+  if (t.kind() == ValueKind::Optional) {
+    if (t.items().empty()) return files;
+    v = &t.items()[0];
+  }
+  if (v->is_tensor()) {
+    add(base + ".npy", *v);
+  } else {
+    for (size_t i = 0; i < v->items().size(); ++i) add(base + "." + std::to_string(i) + ".npy", v->items()[i]);
+  }
+  return files;
+}
+
 nlohmann::json RunResult::to_json() const {
   nlohmann::json outs = nlohmann::json::array();
   for (const std::string& name : output_names) {
     const Tensor& t = outputs.at(name);
-    nlohmann::json first = nlohmann::json::array();
-    for (int64_t i = 0; i < std::min<int64_t>(t.numel(), 6); ++i) first.push_back(t.value_as_double(i));
-    outs.push_back({{"name", name}, {"dtype", dtype_name(t.dtype())}, {"shape", t.shape()}, {"first_values", first}});
+    nlohmann::json o = {{"name", name}, {"dtype", dtype_name(t.dtype())}, {"first_values", first_values(t)}};
+    if (t.is_tensor()) o["shape"] = t.shape();
+    else o["kind"] = value_kind_name(t.kind()), o["items"] = t.items().size();
+    outs.push_back(o);
   }
   return {{"model", model},
           {"threads", threads},

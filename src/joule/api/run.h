@@ -15,7 +15,10 @@ namespace joule::api {
 Tensor read_tensor(const std::string& path);
 // Binds "FILE" (the next unbound input, in order) and "NAME=FILE" specs to the model's inputs;
 // every input must be bound.
-runtime::TensorMap read_inputs(const std::vector<std::string>& specs, const std::vector<std::string>& input_names);
+// With `graph`, an input it declares as a sequence or optional is read from a .pb SequenceProto
+// or OptionalProto.
+runtime::TensorMap read_inputs(const std::vector<std::string>& specs, const std::vector<std::string>& input_names,
+                               const ir::Graph* graph = nullptr);
 
 struct RunOptions {
   PrepareOptions prepare;
@@ -35,6 +38,13 @@ struct RunResult {
   // Outputs as dtype, shape and the first values (not the data); times; memory.
   nlohmann::json to_json() const;
 };
+// The first `n` values of an output, for printing: numbers, strings, or for a sequence or an
+// optional the descriptions of its items.
+nlohmann::json first_values(const Tensor& t, int64_t n = 6);
+// The files `-o DIR` writes for output `name`: DIR/NAME.npy for a tensor, DIR/NAME.K.npy for item
+// K of a sequence, the held value of an optional (nothing when it is empty). BadInput for string
+// tensors (.npy holds numbers), before anything is written.
+std::vector<std::pair<std::string, Tensor>> output_files(const std::string& dir, const std::string& name, const Tensor& t);
 // Weights are held once (PrepareOptions::release_packed): pass the model as an rvalue and the
 // originals of the packed weights are freed while the session is built.
 RunResult run(Model m, const RunOptions& o, const Hooks& hooks = {});

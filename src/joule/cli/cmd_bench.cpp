@@ -25,7 +25,7 @@ Action add_bench(CLI::App& app) {
   add_store_option(app, a->store);
   return [a] {
     api::Model m = api::Model::load(a->model);
-    if (!a->inputs.empty()) a->opt.inputs = api::read_inputs(a->inputs, m.input_names());
+    if (!a->inputs.empty()) a->opt.inputs = api::read_inputs(a->inputs, m.input_names(), &m.graph());
     const api::BenchResult r = api::bench(std::move(m), a->opt, terminal_hooks());
     end_status();
     record_run(a->store, "bench", r.model, r.to_json());

@@ -38,8 +38,9 @@ void print_table(const nlohmann::json& j, bool nodes) {
   fmt::print(")\n");
   for (const char* io : {"inputs", "outputs"})
     for (auto& v : j[io])
-      fmt::print("  {:<7} {:<24} {} {}\n", std::string(io).substr(0, std::string(io).size() - 1),
-                 v["name"].get<std::string>(), v["dtype"].get<std::string>(), v["shape"].get<std::string>());
+      fmt::print("  {:<7} {:<24} {}\n", std::string(io).substr(0, std::string(io).size() - 1), v["name"].get<std::string>(),
+                 v.contains("type") ? v["type"].get<std::string>()
+                                    : v["dtype"].get<std::string>() + " " + v["shape"].get<std::string>());
   fmt::print("nodes: {}   parameters: {} ({})   MACs: {}   FLOPs: {}\n", j["num_nodes"].get<size_t>(),
              human_count(j["parameters"].get<double>()), human_bytes(j["weight_bytes"].get<double>()),
              human_count(j["total"]["macs"].get<double>()), human_count(j["total"]["flops"].get<double>()));

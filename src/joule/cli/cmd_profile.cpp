@@ -65,7 +65,7 @@ Action add_profile(CLI::App& app) {
     if (runs->count() > 0) o.runs = a->runs;
     o.layer_energy = !a->no_layer_energy;
     const api::Model m = api::Model::load(a->model);
-    if (!a->inputs.empty()) o.inputs = api::read_inputs(a->inputs, m.input_names());
+    if (!a->inputs.empty()) o.inputs = api::read_inputs(a->inputs, m.input_names(), &m.graph());
     const api::ProfileReport r = api::profile(m, o, terminal_hooks(a->quiet));
     end_status(a->quiet);
     record_run(a->store, "profile", r.model, r.to_json());

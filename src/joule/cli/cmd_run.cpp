@@ -33,14 +33,17 @@ Action add_run(CLI::App& app) {
   return [a] {
     a->opt.prepare.algo.spec();  // a malformed --algo is reported before the inputs are read
     api::Model m = api::Model::load(a->model);
-    a->opt.inputs = api::read_inputs(a->inputs, m.input_names());
+    a->opt.inputs = api::read_inputs(a->inputs, m.input_names(), &m.graph());
     const api::RunResult r = api::run(std::move(m), a->opt, terminal_hooks());
     end_status();
     if (!a->outdir.empty()) {
       std::error_code ec;
       fs::create_directories(a->outdir, ec);
       if (ec) fail(a->outdir + ": cannot create output directory: " + ec.message());
-      for (auto& [name, t] : r.outputs) save_npy(t, (fs::path(a->outdir) / (api::safe_filename(name) + ".npy")).string());
+      std::vector<std::pair<std::string, Tensor>> files;  // all checked before any is written
+      for (auto& [name, t] : r.outputs)
+        for (auto& f : api::output_files(a->outdir, name, t)) files.push_back(std::move(f));
+      for (auto& [path, t] : files) save_npy(t, path);
     }
     if (a->format == "json") {
       fmt::print("{}\n", r.to_json().dump(2));
@@ -49,10 +52,13 @@ Action add_run(CLI::App& app) {
     for (auto& name : r.output_names) {
       const Tensor& t = r.outputs.at(name);
       std::string preview;
-      for (int64_t i = 0; i < std::min<int64_t>(t.numel(), 6); ++i)
-        preview += (i ? ", " : "") + fmt::format("{:.4g}", t.value_as_double(i));
-      if (t.numel() > 6) preview += ", ...";
-      fmt::print("{} {}: [{}]\n", name, t.describe(), preview);
+      const nlohmann::json first = api::first_values(t);
+      for (size_t i = 0; i < first.size(); ++i)
+        preview += (i ? ", " : "") + (first[i].is_number() ? fmt::format("{:.4g}", first[i].get<double>()) : first[i].dump());
+      if (static_cast<int64_t>(first.size()) < (t.is_tensor() ? t.numel() : static_cast<int64_t>(t.items().size())))
+        preview += ", ...";
+      if (t.is_tensor()) fmt::print("{} {}: [{}]\n", name, t.describe(), preview);
+      else fmt::print("{} {}\n", name, t.describe());  // a sequence or optional: its items' types
     }
     std::vector<double> sorted = r.samples_ms;
     std::sort(sorted.begin(), sorted.end());

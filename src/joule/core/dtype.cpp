@@ -86,6 +86,7 @@ size_t dtype_size(DType t) {
     case DType::Float64: case DType::Int64: case DType::UInt64: return 8;
     case DType::Float16: case DType::BFloat16: case DType::Int16: case DType::UInt16: return 2;
     case DType::Int8: case DType::UInt8: case DType::Bool: return 1;
+    case DType::String: return sizeof(std::string);
     case DType::Undefined: return 0;
   }
   return 0;
@@ -106,13 +107,14 @@ const char* dtype_name(DType t) {
     case DType::UInt32: return "uint32";
     case DType::UInt64: return "uint64";
     case DType::Bool: return "bool";
+    case DType::String: return "string";
     case DType::Undefined: return "undefined";
   }
   return "undefined";
 }
 
 DType dtype_from_name(const std::string& name) {
-  for (int i = 1; i <= static_cast<int>(DType::Bool); ++i) {
+  for (int i = 1; i <= static_cast<int>(DType::String); ++i) {
     auto t = static_cast<DType>(i);
     if (name == dtype_name(t)) return t;
   }
@@ -126,7 +128,7 @@ struct OnnxCode {
 };
 constexpr OnnxCode kOnnxCodes[] = {
     {1, DType::Float32}, {2, DType::UInt8},   {3, DType::Int8},    {4, DType::UInt16},
-    {5, DType::Int16},   {6, DType::Int32},   {7, DType::Int64},   {9, DType::Bool},
+    {5, DType::Int16},   {6, DType::Int32},   {7, DType::Int64},   {8, DType::String}, {9, DType::Bool},
     {10, DType::Float16}, {11, DType::Float64}, {12, DType::UInt32}, {13, DType::UInt64},
     {16, DType::BFloat16},
 };

@@ -37,6 +37,7 @@ enum class DType : uint8_t {
   UInt32,
   UInt64,
   Bool,
+  String,  // ONNX string tensors (StringNormalizer, Cast): elements are std::string objects
 };
 
 size_t dtype_size(DType t);
@@ -49,7 +50,9 @@ int dtype_to_onnx(DType t);
 inline bool is_floating(DType t) {
   return t == DType::Float32 || t == DType::Float64 || t == DType::Float16 || t == DType::BFloat16;
 }
-inline bool is_integer(DType t) { return !is_floating(t) && t != DType::Bool && t != DType::Undefined; }
+inline bool is_integer(DType t) {
+  return !is_floating(t) && t != DType::Bool && t != DType::String && t != DType::Undefined;
+}
 inline bool is_signed_int(DType t) {
   return t == DType::Int8 || t == DType::Int16 || t == DType::Int32 || t == DType::Int64;
 }
@@ -68,6 +71,7 @@ template <> struct DTypeOf<uint16_t> { static constexpr DType value = DType::UIn
 template <> struct DTypeOf<uint32_t> { static constexpr DType value = DType::UInt32; };
 template <> struct DTypeOf<uint64_t> { static constexpr DType value = DType::UInt64; };
 template <> struct DTypeOf<bool> { static constexpr DType value = DType::Bool; };
+template <> struct DTypeOf<std::string> { static constexpr DType value = DType::String; };
 template <class T> inline constexpr DType dtype_of = DTypeOf<T>::value;
 
 template <class T> struct TypeTag { using type = T; };

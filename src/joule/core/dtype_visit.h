@@ -20,6 +20,7 @@ decltype(auto) visit_dtype(DType t, Fn&& fn) {
     case DType::UInt32: return fn(TypeTag<uint32_t>{});
     case DType::UInt64: return fn(TypeTag<uint64_t>{});
     case DType::Bool: return fn(TypeTag<bool>{});
+    case DType::String: fail_unsupported("string tensors are not supported by this operation");
     default: break;
   }
   fail_internal("visit_dtype: undefined dtype");

@@ -1,5 +1,9 @@
 #include "joule/core/tensor.h"
 
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <type_traits>
@@ -29,6 +33,15 @@ std::vector<int64_t> shape_strides(const Shape& s) {
   return st;
 }
 
+const char* value_kind_name(ValueKind k) {
+  switch (k) {
+    case ValueKind::Tensor: return "tensor";
+    case ValueKind::Sequence: return "sequence";
+    case ValueKind::Optional: return "optional";
+  }
+  return "tensor";
+}
+
 Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
   for (int64_t d : shape_)
     JOULE_CHECK(d >= 0, "tensor dimension must be non-negative, got " + shape_str(shape_));
@@ -38,12 +51,52 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
   void* p = std::aligned_alloc(64, alloc);
   if (!p) throw std::bad_alloc();
   std::memset(p, 0, alloc);
+  if (dtype_ == DType::String) {
+    const int64_t n = numel();
+    auto* s = static_cast<std::string*>(p);
+    for (int64_t i = 0; i < n; ++i) new (s + i) std::string();
+    storage_ = std::shared_ptr<std::byte[]>(static_cast<std::byte*>(p), [n](std::byte* q) {
+      auto* strs = reinterpret_cast<std::string*>(q);
+      for (int64_t i = 0; i < n; ++i) strs[i].~basic_string();
+      std::free(q);
+    });
+    return;
+  }
   storage_ = std::shared_ptr<std::byte[]>(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
 }
 
+Tensor Tensor::sequence(DType elem, std::vector<Tensor> items) {
+  for (auto& t : items)
+    JOULE_CHECK(t.is_tensor() && t.dtype() == elem,
+                "a sequence of " + std::string(dtype_name(elem)) + " cannot hold " + t.describe());
+  Tensor r;
+  r.dtype_ = elem;
+  r.kind_ = ValueKind::Sequence;
+  r.items_ = std::make_shared<const std::vector<Tensor>>(std::move(items));
+  return r;
+}
+
+Tensor Tensor::optional(DType elem, const Tensor* value) {
+  Tensor r;
+  r.dtype_ = elem;
+  r.kind_ = ValueKind::Optional;
+  std::vector<Tensor> v;
+  if (value) {
+    JOULE_CHECK(value->kind() != ValueKind::Optional, "an optional cannot hold an optional");
+    v.push_back(*value);
+  }
+  r.items_ = std::make_shared<const std::vector<Tensor>>(std::move(v));
+  return r;
+}
+
+const std::vector<Tensor>& Tensor::items() const {
+  static const std::vector<Tensor> kNone;
+  return items_ ? *items_ : kNone;
+}
+
 void Tensor::check_type(DType t) const {
-  if (t != dtype_)
-    fail_internal(std::string("tensor access as ") + dtype_name(t) + " but tensor is " + dtype_name(dtype_));
+  if (t != dtype_ || kind_ != ValueKind::Tensor)
+    fail_internal(std::string("tensor access as ") + dtype_name(t) + " but the value is " + describe());
 }
 
 Tensor Tensor::reshaped(Shape shape) const {
@@ -55,6 +108,7 @@ Tensor Tensor::reshaped(Shape shape) const {
 }
 
 Tensor Tensor::view(size_t byte_offset, DType dtype, Shape shape) const {
+  JOULE_CHECK(dtype != DType::String && dtype_ != DType::String && is_tensor(), "Tensor::view of " + describe());
   Tensor t;
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
@@ -67,6 +121,7 @@ Tensor Tensor::wrap(DType dtype, Shape shape, std::shared_ptr<std::byte[]> data)
   Tensor t;
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
+  JOULE_CHECK(dtype != DType::String, "Tensor::wrap: string tensors own their elements");
   if (t.nbytes() == 0 && !data) return Tensor(dtype, t.shape_);
   JOULE_CHECK(data != nullptr, "Tensor::wrap: no data for " + t.describe());
   t.storage_ = std::move(data);
@@ -75,8 +130,12 @@ Tensor Tensor::wrap(DType dtype, Shape shape, std::shared_ptr<std::byte[]> data)
 
 Tensor Tensor::clone() const {
   if (!defined()) return {};
+  if (!is_tensor()) return *this;  // items are immutable: sharing them is a deep copy
   Tensor t(dtype_, shape_);
-  if (nbytes()) std::memcpy(t.raw(), raw(), nbytes());
+  if (dtype_ == DType::String)
+    std::copy(data<std::string>(), data<std::string>() + numel(), t.data<std::string>());
+  else if (nbytes())
+    std::memcpy(t.raw(), raw(), nbytes());
   return t;
 }
 
@@ -124,7 +183,56 @@ To convert(From f) {
 }
 }  // namespace
 
+namespace {
+// ONNX Cast to and from strings: numbers in their shortest round-trip text, text parsed as a
+// number ("NaN", "INF", "-inf" included); bool as 0/1.
+std::string number_text(double v, DType from) {
+  char buf[64];
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "INF" : "-INF";
+  std::to_chars_result r = from == DType::Float64 ? std::to_chars(buf, buf + sizeof buf, v)
+                           : is_floating(from) ? std::to_chars(buf, buf + sizeof buf, static_cast<float>(v))
+                                               : std::to_chars(buf, buf + sizeof buf, static_cast<int64_t>(v));
+  return std::string(buf, r.ptr);
+}
+
+Tensor cast_strings(const Tensor& x, DType to) {
+  Tensor out(to, x.shape());
+  const int64_t n = x.numel();
+  if (to == DType::String) {
+    std::string* dst = out.data<std::string>();
+    if (x.dtype() == DType::String) {
+      std::copy(x.data<std::string>(), x.data<std::string>() + n, dst);
+      return out;
+    }
+    for (int64_t i = 0; i < n; ++i)
+      dst[i] = is_floating(x.dtype()) ? number_text(x.value_as_double(i), x.dtype())
+                                      : std::to_string(x.value_as_int(i));
+    return out;
+  }
+  const std::string* src = x.data<std::string>();
+  Tensor tmp(is_floating(to) ? DType::Float64 : DType::Int64, x.shape());
+  for (int64_t i = 0; i < n; ++i) {
+    const char* b = src[i].c_str();
+    char* e = nullptr;
+    if (is_floating(to)) {
+      tmp.data<double>()[i] = std::strtod(b, &e);  // accepts nan, inf, infinity in any case
+    } else {
+      errno = 0;
+      tmp.data<int64_t>()[i] = std::strtoll(b, &e, 10);
+      if (errno == ERANGE) e = const_cast<char*>(b);
+    }
+    while (e && *e == ' ') ++e;
+    if (e == b || (e && *e != '\0'))
+      fail("cannot cast the string '" + src[i] + "' to " + dtype_name(to));
+  }
+  return tmp.cast(to);
+}
+}  // namespace
+
 Tensor Tensor::cast(DType to) const {
+  JOULE_CHECK(is_tensor(), "cannot cast " + describe());
+  if (to == DType::String || dtype_ == DType::String) return cast_strings(*this, to);
   Tensor out(to, shape_);
   const int64_t n = numel();
   visit_dtype(dtype_, [&](auto ftag) {
@@ -139,6 +247,15 @@ Tensor Tensor::cast(DType to) const {
   return out;
 }
 
-std::string Tensor::describe() const { return std::string(dtype_name(dtype_)) + shape_str(shape_); }
+std::string Tensor::describe() const {
+  if (kind_ == ValueKind::Tensor) return std::string(dtype_name(dtype_)) + shape_str(shape_);
+  std::string r = kind_ == ValueKind::Sequence ? "seq(" : "optional(";
+  if (kind_ == ValueKind::Optional && items().empty()) return r + dtype_name(dtype_) + ", empty)";
+  if (kind_ == ValueKind::Sequence)
+    r += std::to_string(items().size()) + " x " + dtype_name(dtype_) + (items().empty() ? "" : ": ");
+  for (size_t i = 0; i < items().size() && i < 3; ++i) r += (i ? ", " : "") + items()[i].describe();
+  if (items().size() > 3) r += ", ...";
+  return r + ")";
+}
 
 }  // namespace joule

@@ -15,9 +15,19 @@ int64_t shape_numel(const Shape& s);
 std::string shape_str(const Shape& s);        // "[1,3,224,224]"
 std::vector<int64_t> shape_strides(const Shape& s);  // row-major element strides
 
+// What a value holds: a tensor, a sequence of tensors (ONNX seq(tensor)) or an optional (ONNX
+// optional(tensor) / optional(seq(tensor))), which is empty or holds one tensor or sequence.
+enum class ValueKind : uint8_t { Tensor, Sequence, Optional };
+const char* value_kind_name(ValueKind k);  // "tensor", "sequence", "optional"
+
 // A dense row-major tensor. Copies share the buffer (like a shared_ptr); use clone() for a
 // deep copy. Storage joule allocates is 64-byte aligned and zero-initialised; a tensor over a
-// caller's memory (wrap) is aligned to its element only.
+// caller's memory (wrap) is aligned to its element only. String tensors hold std::string
+// objects (constructed and destroyed with the buffer; never memcpy'd).
+//
+// The same class carries the other values an ONNX graph passes between nodes: a sequence of
+// tensors or an optional (kind() != Tensor), whose items() are shared and immutable; dtype() is
+// then their elements' type and the value has no buffer of its own.
 class Tensor {
  public:
   Tensor() = default;
@@ -42,13 +52,24 @@ class Tensor {
   // does (its deleter runs when the last one goes). No copy is made.
   static Tensor wrap(DType dtype, Shape shape, std::shared_ptr<std::byte[]> data);
 
-  bool defined() const { return dtype_ != DType::Undefined; }
+  // A sequence of tensors of element type `elem` (all items must have it).
+  static Tensor sequence(DType elem, std::vector<Tensor> items);
+  // An optional of element type `elem`: empty when `value` is null, else holding *value (a
+  // tensor or a sequence).
+  static Tensor optional(DType elem, const Tensor* value);
+
+  bool defined() const { return dtype_ != DType::Undefined || kind_ != ValueKind::Tensor; }
+  ValueKind kind() const { return kind_; }
+  bool is_tensor() const { return kind_ == ValueKind::Tensor; }
+  // A sequence's elements; an optional's value (none or one). Empty for a tensor.
+  const std::vector<Tensor>& items() const;
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
   int rank() const { return static_cast<int>(shape_.size()); }
   int64_t dim(int i) const { return shape_[static_cast<size_t>(i < 0 ? i + rank() : i)]; }
   int64_t numel() const { return shape_numel(shape_); }
-  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
+  // Bytes of the buffer (0 for a sequence or optional).
+  size_t nbytes() const { return is_tensor() ? static_cast<size_t>(numel()) * dtype_size(dtype_) : 0; }
 
   void* raw() { return storage_ ? storage_.get() : nullptr; }
   const void* raw() const { return storage_ ? storage_.get() : nullptr; }
@@ -76,13 +97,15 @@ class Tensor {
   // Converts to another dtype (numeric conversion, like ONNX Cast).
   Tensor cast(DType to) const;
 
-  std::string describe() const;  // "float32[1,3,224,224]"
+  std::string describe() const;  // "float32[1,3,224,224]", "seq(float32[2,3], ...)"
 
  private:
   void check_type(DType t) const;
   DType dtype_ = DType::Undefined;
+  ValueKind kind_ = ValueKind::Tensor;
   Shape shape_;
   std::shared_ptr<std::byte[]> storage_;
+  std::shared_ptr<const std::vector<Tensor>> items_;  // sequence / optional only
 };
 
 }  // namespace joule

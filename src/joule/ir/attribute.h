@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "joule/core/tensor.h"
+#include "joule/ir/types.h"
 
 namespace joule::ir {
 
@@ -15,9 +16,10 @@ class Graph;
 // after the model is loaded.
 using GraphRef = std::shared_ptr<const Graph>;
 
-// A typed node attribute, as in ONNX (sparse tensor and type attributes are not supported).
+// A typed node attribute, as in ONNX (sparse tensor attributes are not supported; a type
+// attribute, as Optional's `type`, is a TensorType).
 using Attribute = std::variant<int64_t, float, std::string, Tensor, std::vector<int64_t>,
-                               std::vector<float>, std::vector<std::string>, GraphRef>;
+                               std::vector<float>, std::vector<std::string>, GraphRef, TensorType>;
 
 std::string attribute_str(const Attribute& a);  // short text for printers
 

@@ -25,8 +25,41 @@ TensorType TensorType::of(DType t, const Shape& s) {
   return r;
 }
 
+TensorType TensorType::of_value(const Tensor& v) {
+  if (v.is_tensor()) return of(v.dtype(), v.shape());
+  TensorType r;
+  r.dtype = v.dtype();
+  r.kind = v.kind();
+  const Tensor* first = v.items().empty() ? nullptr : &v.items()[0];
+  if (v.kind() == ValueKind::Optional && first) {
+    r.held = first->kind();
+    if (!first->is_tensor()) first = first->items().empty() ? nullptr : &first->items()[0];
+  }
+  if (!first) return r;
+  const std::vector<Tensor>& items = v.kind() == ValueKind::Optional && r.held == ValueKind::Sequence ? v.items()[0].items() : v.items();
+  r.has_shape = true;
+  r.dims = of(first->dtype(), first->shape()).dims;
+  for (const Tensor& t : items)
+    if (t.rank() != static_cast<int>(r.dims.size())) {
+      r.has_shape = false;
+      r.dims.clear();
+      break;
+    } else {
+      for (size_t i = 0; i < r.dims.size(); ++i)
+        if (r.dims[i].value != t.shape()[i]) r.dims[i] = Dim{};
+    }
+  return r;
+}
+
+TensorType TensorType::with_kind(ValueKind k, ValueKind held_kind) const {
+  TensorType r = *this;
+  r.kind = k;
+  r.held = k == ValueKind::Optional ? held_kind : ValueKind::Tensor;
+  return r;
+}
+
 bool TensorType::is_static() const {
-  if (!has_shape) return false;
+  if (!has_shape || kind != ValueKind::Tensor) return false;
   return std::all_of(dims.begin(), dims.end(), [](const Dim& d) { return d.is_static(); });
 }
 
@@ -38,7 +71,10 @@ Shape TensorType::static_shape() const {
 }
 
 std::string TensorType::str() const {
-  return std::string(dtype_name(dtype)) + (has_shape ? dims_str(dims) : std::string("[?]"));
+  std::string t = std::string(dtype_name(dtype)) + (has_shape ? dims_str(dims) : std::string("[?]"));
+  if (kind == ValueKind::Sequence) return "seq(" + t + ")";
+  if (kind == ValueKind::Optional) return "optional(" + (held == ValueKind::Sequence ? "seq(" + t + ")" : t) + ")";
+  return t;
 }
 
 int64_t Node::attr_int(const std::string& k, int64_t def) const {
@@ -96,6 +132,13 @@ std::string Node::where() const {
   return "node '" + name + "' (" + (domain.empty() ? "" : domain + ".") + op_type + ")";
 }
 
+std::vector<std::string> Node::attr_strings(const std::string& k) const {
+  auto it = attrs.find(k);
+  if (it == attrs.end()) return {};
+  if (auto* v = std::get_if<std::vector<std::string>>(&it->second)) return *v;
+  fail(where() + ": attribute '" + k + "' must be a list of strings");
+}
+
 const Graph& Node::attr_graph(const std::string& k) const {
   auto it = attrs.find(k);
   if (it == attrs.end() || !std::holds_alternative<GraphRef>(it->second) || !std::get<GraphRef>(it->second))
@@ -116,6 +159,8 @@ std::string attribute_str(const Attribute& a) {
           os << "tensor " << v.describe();
         } else if constexpr (std::is_same_v<V, GraphRef>) {
           os << "graph '" << (v ? v->name : "") << "' (" << (v ? v->nodes.size() : 0) << " nodes)";
+        } else if constexpr (std::is_same_v<V, TensorType>) {
+          os << "type " << v.str();
         } else {
           os << "[";
           for (size_t i = 0; i < v.size(); ++i) os << (i ? "," : "") << v[i];

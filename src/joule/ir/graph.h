@@ -14,28 +14,6 @@
 
 namespace joule::ir {
 
-// One dimension: a static size, a named symbolic size ("batch"), or unknown.
-struct Dim {
-  int64_t value = -1;   // >= 0 when static
-  std::string param;    // symbolic name when not static (may be empty: unknown)
-  bool is_static() const { return value >= 0; }
-  bool operator==(const Dim& o) const { return value == o.value && param == o.param; }
-};
-
-std::string dims_str(const std::vector<Dim>& dims);  // "[N,3,224,224]"
-
-// The type of a value: element type plus shape. `has_shape` false means unknown rank.
-struct TensorType {
-  DType dtype = DType::Undefined;
-  bool has_shape = false;
-  std::vector<Dim> dims;
-
-  static TensorType of(DType t, const Shape& s);
-  bool is_static() const;  // shape known and every dim static
-  Shape static_shape() const;  // requires is_static()
-  std::string str() const;     // "float32[N,3,224,224]"
-};
-
 // Per-node metadata in namespaces, as in MASE: meta["common"] (shapes, op class),
 // meta["software"] (calibration, precision, algorithm), meta["hardware"] (latency, energy).
 using Metadata = nlohmann::json;
@@ -60,6 +38,7 @@ struct Node {
   std::string attr_string(const std::string& k, const std::string& def) const;
   std::vector<int64_t> attr_ints(const std::string& k, const std::vector<int64_t>& def = {}) const;
   std::vector<float> attr_floats(const std::string& k, const std::vector<float>& def = {}) const;
+  std::vector<std::string> attr_strings(const std::string& k) const;  // empty when absent
   const Tensor* attr_tensor(const std::string& k) const;  // nullptr when absent
   const Graph& attr_graph(const std::string& k) const;    // throws BadInput when absent
   size_t explicit_inputs() const { return inputs.size() - captured.size(); }

@@ -1,5 +1,6 @@
 #include "joule/onnx/model_io.h"
 
+#include <onnx/onnx-data_pb.h>
 #include <onnx/onnx_pb.h>
 
 #include "joule/core/file_util.h"
@@ -69,12 +70,19 @@ Tensor tensor_from_proto(const ::onnx::TensorProto& p, const std::string& base_d
                          const std::string& what) {
   DType dt = dtype_from_onnx(p.data_type());
   if (dt == DType::Undefined)
-    fail_unsupported(what + ": tensor data type " + std::to_string(p.data_type()) +
-                     (p.data_type() == 8 ? " (string)" : "") + " is not supported");
+    fail_unsupported(what + ": tensor data type " + std::to_string(p.data_type()) + " is not supported");
   if (p.has_segment()) fail_unsupported(what + ": segmented tensors are not supported");
   Shape shape(p.dims().begin(), p.dims().end());
   for (int64_t d : shape)
     if (d < 0) fail(what + ": negative dimension in " + shape_str(shape));
+  if (dt == DType::String) {
+    if (p.data_location() == ::onnx::TensorProto::EXTERNAL) fail(what + ": string tensors cannot have external data");
+    Tensor t(dt, shape);
+    if (p.string_data_size() != t.numel())
+      fail(what + ": has " + std::to_string(p.string_data_size()) + " strings, shape needs " + std::to_string(t.numel()));
+    std::copy(p.string_data().begin(), p.string_data().end(), t.data<std::string>());
+    return t;
+  }
   Tensor t(dt, shape);
   const size_t nbytes = t.nbytes();
   if (p.data_location() == ::onnx::TensorProto::EXTERNAL) {
@@ -102,6 +110,7 @@ Tensor tensor_from_proto(const ::onnx::TensorProto& p, const std::string& base_d
     case DType::Bool: copy_field<decltype(p.int32_data()), bool>(p.int32_data(), t, what); break;
     case DType::Float16:
     case DType::BFloat16: copy_int32_field_bits<uint16_t>(p, t, what); break;
+    case DType::String:
     case DType::Undefined: break;
   }
   return t;
@@ -111,23 +120,18 @@ void tensor_to_proto(const Tensor& t, const std::string& name, ::onnx::TensorPro
   p->set_name(name);
   p->set_data_type(dtype_to_onnx(t.dtype()));
   for (int64_t d : t.shape()) p->add_dims(d);
+  if (t.dtype() == DType::String) {
+    for (int64_t i = 0; i < t.numel(); ++i) p->add_string_data(t.data<std::string>()[i]);
+    return;
+  }
   p->set_raw_data(t.raw(), t.nbytes());
 }
 
-ir::TensorType type_from_proto(const ::onnx::TypeProto& tp, const std::string& what) {
-  if (!tp.has_tensor_type()) {
-    std::string kind = tp.has_sequence_type() ? "sequence"
-                       : tp.has_map_type()    ? "map"
-                       : tp.has_optional_type() ? "optional"
-                       : tp.has_sparse_tensor_type() ? "sparse tensor" : "unknown";
-    fail_unsupported(what + ": " + kind + " values are not supported (tensors only)");
-  }
-  const auto& tt = tp.tensor_type();
+ir::TensorType tensor_type_from_proto(const ::onnx::TypeProto::Tensor& tt, const std::string& what) {
   ir::TensorType r;
   r.dtype = dtype_from_onnx(tt.elem_type());
   if (r.dtype == DType::Undefined)
-    fail_unsupported(what + ": element type " + std::to_string(tt.elem_type()) +
-                     (tt.elem_type() == 8 ? " (string)" : "") + " is not supported");
+    fail_unsupported(what + ": element type " + std::to_string(tt.elem_type()) + " is not supported");
   if (tt.has_shape()) {
     r.has_shape = true;
     for (auto& d : tt.shape().dim()) {
@@ -140,7 +144,36 @@ ir::TensorType type_from_proto(const ::onnx::TypeProto& tp, const std::string& w
   return r;
 }
 
+// A tensor, a sequence of tensors, or an optional of either.
+ir::TensorType type_from_proto(const ::onnx::TypeProto& tp, const std::string& what) {
+  auto unsupported = [&](const ::onnx::TypeProto& t) {
+    std::string kind = t.has_map_type() ? "map" : t.has_sparse_tensor_type() ? "sparse tensor" : "nested sequence or optional";
+    fail_unsupported(what + ": " + kind + " values are not supported (tensors, sequences of tensors and optionals)");
+  };
+  // An element type left unset (a body input of a Loop) is a tensor of undefined dtype.
+  auto element = [&](const ::onnx::TypeProto& e) {
+    if (e.value_case() == ::onnx::TypeProto::VALUE_NOT_SET) return ir::TensorType{};
+    if (!e.has_tensor_type()) unsupported(e);
+    return tensor_type_from_proto(e.tensor_type(), what);
+  };
+  if (tp.has_tensor_type()) return tensor_type_from_proto(tp.tensor_type(), what);
+  if (tp.has_sequence_type()) return element(tp.sequence_type().elem_type()).with_kind(ValueKind::Sequence);
+  if (tp.has_optional_type()) {
+    const auto& e = tp.optional_type().elem_type();
+    if (e.has_sequence_type())
+      return element(e.sequence_type().elem_type()).with_kind(ValueKind::Optional, ValueKind::Sequence);
+    return element(e).with_kind(ValueKind::Optional);
+  }
+  unsupported(tp);
+  return {};
+}
+
 void type_to_proto(const ir::TensorType& t, ::onnx::TypeProto* tp) {
+  if (t.kind == ValueKind::Sequence) tp = tp->mutable_sequence_type()->mutable_elem_type();
+  if (t.kind == ValueKind::Optional) {
+    tp = tp->mutable_optional_type()->mutable_elem_type();
+    if (t.held == ValueKind::Sequence) tp = tp->mutable_sequence_type()->mutable_elem_type();
+  }
   auto* tt = tp->mutable_tensor_type();
   tt->set_elem_type(dtype_to_onnx(t.dtype));
   if (!t.has_shape) return;
@@ -169,10 +202,11 @@ ir::Attribute attr_from_proto(::onnx::AttributeProto& a, const std::map<std::str
     case A::FLOATS: return std::vector<float>(a.floats().begin(), a.floats().end());
     case A::INTS: return std::vector<int64_t>(a.ints().begin(), a.ints().end());
     case A::STRINGS: return std::vector<std::string>(a.strings().begin(), a.strings().end());
+    case A::TYPE_PROTO: return type_from_proto(a.tp(), what + " attribute '" + a.name() + "'");
     default: break;
   }
   fail_unsupported(what + ": attribute '" + a.name() + "' has a type joule does not support "
-                   "(sparse tensor, type or graph-list attributes)");
+                   "(sparse tensor, type-list or graph-list attributes)");
 }
 
 void graph_part_to_proto(const ir::Graph& g, ::onnx::GraphProto* gp);
@@ -204,6 +238,9 @@ void attr_to_proto(const std::string& name, const ir::Attribute& v, ::onnx::Attr
         } else if constexpr (std::is_same_v<V, ir::GraphRef>) {
           a->set_type(A::GRAPH);
           graph_part_to_proto(*x, a->mutable_g());
+        } else if constexpr (std::is_same_v<V, ir::TensorType>) {
+          a->set_type(A::TYPE_PROTO);
+          type_to_proto(x, a->mutable_tp());
         } else {
           a->set_type(A::STRINGS);
           for (auto& s : x) a->add_strings(s);
@@ -417,6 +454,42 @@ Tensor parse_tensor_pb(const std::string& bytes, const std::string& what) {
 }
 
 Tensor load_tensor_pb(const std::string& path) { return parse_tensor_pb(read_file(path), path); }
+
+namespace {
+Tensor sequence_from_proto(const ::onnx::SequenceProto& p, DType elem, const std::string& what) {
+  if (p.elem_type() != ::onnx::SequenceProto::TENSOR && p.elem_type() != ::onnx::SequenceProto::UNDEFINED)
+    fail_unsupported(what + ": only sequences of tensors are supported");
+  std::vector<Tensor> items;
+  for (auto& t : p.tensor_values()) items.push_back(tensor_from_proto(t, ".", what));
+  for (auto& t : items)
+    if (t.dtype() != elem) fail(what + ": sequence of " + dtype_name(elem) + " holds " + t.describe());
+  return Tensor::sequence(elem, std::move(items));
+}
+}  // namespace
+
+Tensor load_value_pb(const std::string& path, const ir::TensorType& type) {
+  const std::string bytes = read_file(path);
+  if (type.kind == ValueKind::Tensor) return parse_tensor_pb(bytes, path);
+  if (type.kind == ValueKind::Sequence) {
+    ::onnx::SequenceProto p;
+    if (!p.ParseFromString(bytes)) fail(path + ": not a valid ONNX SequenceProto");
+    return sequence_from_proto(p, type.dtype, path);
+  }
+  ::onnx::OptionalProto p;
+  if (!p.ParseFromString(bytes)) fail(path + ": not a valid ONNX OptionalProto");
+  if (p.has_tensor_value()) {
+    Tensor t = tensor_from_proto(p.tensor_value(), ".", path);
+    return Tensor::optional(t.dtype(), &t);
+  }
+  if (p.has_sequence_value()) {
+    Tensor s = sequence_from_proto(p.sequence_value(), type.dtype, path);
+    return Tensor::optional(type.dtype, &s);
+  }
+  if (p.elem_type() != ::onnx::OptionalProto::UNDEFINED && p.elem_type() != ::onnx::OptionalProto::TENSOR &&
+      p.elem_type() != ::onnx::OptionalProto::SEQUENCE)
+    fail_unsupported(path + ": only optionals of tensors or sequences are supported");
+  return Tensor::optional(type.dtype, nullptr);
+}
 
 void save_tensor_pb(const Tensor& t, const std::string& name, const std::string& path) {
   ::onnx::TensorProto p;

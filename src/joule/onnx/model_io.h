@@ -26,6 +26,9 @@ std::string serialize_model(const ir::Graph& g);
 // A serialized TensorProto (.pb), as in ONNX test data.
 Tensor load_tensor_pb(const std::string& path);
 Tensor parse_tensor_pb(const std::string& bytes, const std::string& what);
+// A serialized TensorProto, SequenceProto or OptionalProto (ONNX test data), read as `type`'s
+// kind says.
+Tensor load_value_pb(const std::string& path, const ir::TensorType& type);
 void save_tensor_pb(const Tensor& t, const std::string& name, const std::string& path);
 
 }  // namespace joule::onnx

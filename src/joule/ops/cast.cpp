@@ -1,6 +1,7 @@
 // Cast (target dtype from the `to` attribute, an ONNX TensorProto code) and CastLike (opset 15,
 // target dtype of input 1). Conversions as Tensor::cast: float to int truncates toward zero and
-// saturates; string, complex and float8 targets are unsupported.
+// saturates; strings to and from numbers in their shortest round-trip text; complex and float8
+// are unsupported.
 #include "joule/ops/elementwise_util.h"
 
 namespace joule::ops {
@@ -24,16 +25,21 @@ std::string check_cast(const ir::Node& n, int64_t) {
   return "";
 }
 
+const ir::TensorType& tensor_in(const InferContext& c, size_t i) {
+  if (!c.in(i).is_tensor()) fail(c.node.where() + ": input " + std::to_string(i) + " must be a tensor, got " + c.in(i).str());
+  return c.in(i);
+}
+
 void infer_cast(InferContext& c) {
-  c.out(0) = c.in(0);
+  c.out(0) = tensor_in(c, 0);
   c.out(0).dtype = cast_target(c.node);
 }
 
 void run_cast(KernelContext& c) { c.outputs[0] = c.in(0).cast(cast_target(c.node)); }
 
 void infer_cast_like(InferContext& c) {
-  c.out(0) = c.in(0);
-  c.out(0).dtype = c.in(1).dtype;
+  c.out(0) = tensor_in(c, 0);
+  c.out(0).dtype = tensor_in(c, 1).dtype;
 }
 
 void run_cast_like(KernelContext& c) { c.outputs[0] = c.in(0).cast(c.in(1).dtype()); }
@@ -41,8 +47,8 @@ void run_cast_like(KernelContext& c) { c.outputs[0] = c.in(0).cast(c.in(1).dtype
 }  // namespace
 
 extern const OpDef kOpCast;
-const OpDef kOpCast{"Cast", "", 1, 1, infer_cast, run_cast, nullptr, check_cast};
+const OpDef kOpCast{"Cast", "", 1, 1, infer_cast, run_cast, nullptr, check_cast, false, true};
 extern const OpDef kOpCastLike;
-const OpDef kOpCastLike{"CastLike", "", 2, 2, infer_cast_like, run_cast_like};
+const OpDef kOpCastLike{"CastLike", "", 2, 2, infer_cast_like, run_cast_like, nullptr, nullptr, false, true};
 
 }  // namespace joule::ops

@@ -1,5 +1,5 @@
 // If: runs then_branch or else_branch (graph attributes) by the value of `cond`; the outputs
-// are the branch's. Outer-scope values the branches read arrive as the node's captured inputs.
+// are the branch's (tensors, sequences or optionals). Outer-scope values the branches read arrive as the node's captured inputs.
 // Shape inference takes the branch a constant condition selects, else merges what both
 // branches declare (a dim both agree on is kept). The branches run on the reference kernels.
 #include "joule/ops/subgraph_util.h"
@@ -23,7 +23,10 @@ void infer(InferContext& c) {
       continue;
     }
     ir::TensorType m;
-    m.dtype = t.dtype != DType::Undefined ? t.dtype : e.dtype;
+    const ir::TensorType& known = t.dtype != DType::Undefined ? t : e;
+    m.dtype = known.dtype;
+    m.kind = known.kind;
+    m.held = known.held;
     if (t.has_shape && e.has_shape && t.dims.size() == e.dims.size()) {
       m.has_shape = true;
       for (size_t d = 0; d < t.dims.size(); ++d) m.dims.push_back(t.dims[d] == e.dims[d] ? t.dims[d] : ir::Dim{});
@@ -43,6 +46,6 @@ void run(KernelContext& c) {
 }  // namespace
 
 extern const OpDef kOpIf;
-const OpDef kOpIf{"If", "", 1, 1, infer, run};
+const OpDef kOpIf{"If", "", 1, 1, infer, run, nullptr, nullptr, false, true};
 
 }  // namespace joule::ops

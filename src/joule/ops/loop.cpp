@@ -27,11 +27,15 @@ void infer(InferContext& c) {
   for (size_t i = 0; i < c.output_types.size() && i < carried + scans; ++i) {
     const ir::TensorType declared = subgraph::output_type(body, 1 + i);
     ir::TensorType t;
-    if (i < carried) {  // the initial value's dtype; a shape only where the body declares one
+    if (i < carried) {  // the initial value's type; a shape only where the body declares one
+      // A body may turn the carried value's kind (an optional sequence becomes a sequence): the
+      // kind the body declares for its output wins.
+      t = declared.dtype != DType::Undefined ? declared : c.in(2 + i);
       t.dtype = c.in(2 + i).dtype;
       t.has_shape = declared.has_shape;
       t.dims = declared.dims;
     } else {
+      if (!declared.is_tensor()) fail(c.node.where() + ": scan output " + std::to_string(i - carried) + " must be a tensor, got " + declared.str());
       t.dtype = declared.dtype;
       t.has_shape = declared.has_shape;
       if (t.has_shape) {
@@ -74,6 +78,6 @@ void run(KernelContext& c) {
 }  // namespace
 
 extern const OpDef kOpLoop;
-const OpDef kOpLoop{"Loop", "", 2, -1, infer, run};
+const OpDef kOpLoop{"Loop", "", 2, -1, infer, run, nullptr, nullptr, false, true};
 
 }  // namespace joule::ops

@@ -415,8 +415,8 @@ int64_t normalize_index(int64_t i, int64_t dim, const ir::Node& node) {
 
 DType dtype_from_onnx(int64_t code, const ir::Node& node) {
   DType t = joule::dtype_from_onnx(static_cast<int>(code));
-  if (t == DType::Undefined)
-    fail_unsupported(node.where() + ": ONNX data type " + std::to_string(code) + " is not supported");
+  if (t == DType::Undefined || t == DType::String)
+    fail_unsupported(node.where() + ": ONNX data type " + std::to_string(code) + " is not supported here");
   return t;
 }
 

@@ -70,6 +70,9 @@ struct OpDef {
   // Output 0 may be a view of input 0's buffer (Reshape, Flatten, ...): the memory planner
   // then keeps that buffer alive as long as either value.
   bool view = false;
+  // The op takes or gives values other than numeric tensors (sequences, optionals, string
+  // tensors) and checks them itself; for every other op, shape inference refuses such values.
+  bool any_value = false;
 };
 
 // Looks up an op; nullptr when joule has none.

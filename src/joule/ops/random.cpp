@@ -55,7 +55,7 @@ std::string check(const ir::Node& n, int64_t) {
   if (!is_like(n) && n.op_type != "Bernoulli" && !n.has_attr("shape")) return "the shape attribute is required";
   if (n.has_attr("dtype")) {
     const DType t = joule::dtype_from_onnx(static_cast<int>(n.attr_int("dtype", 1)));
-    if (t == DType::Undefined) return "dtype " + std::to_string(n.attr_int("dtype", 1)) + " is not a type joule has";
+    if (t == DType::Undefined || t == DType::String) return "dtype " + std::to_string(n.attr_int("dtype", 1)) + " is not a type joule has";
     if (n.op_type != "Bernoulli" && !is_floating(t)) return std::string("dtype ") + dtype_name(t) + " is not floating point";
   }
   return "";

@@ -84,7 +84,7 @@ DType output_datatype(const ir::Node& node) {
 
 std::string check_output_datatype(const ir::Node& node, int64_t) {
   const DType t = output_datatype(node);
-  if (t == DType::Undefined || t == DType::Bool)
+  if (t == DType::Undefined || t == DType::Bool || t == DType::String)
     return "output_datatype " + std::to_string(node.attr_int("output_datatype", 1)) + " is not a numeric type joule has";
   return "";
 }

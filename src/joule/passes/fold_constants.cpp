@@ -103,7 +103,8 @@ PassResult fold_constants(ir::Graph& g, const PassOptions& o) {
     bool complete = true;
     for (size_t i = 0; i < n.outputs.size(); ++i) {
       if (n.outputs[i].empty()) continue;
-      if (!values[i].defined()) complete = false;
+      // Sequences, optionals and strings stay computed at run time (initializers are tensors of numbers).
+      if (!values[i].defined() || !values[i].is_tensor() || values[i].dtype() == DType::String) complete = false;
       else out_elements += values[i].numel();
     }
     if (!complete) continue;

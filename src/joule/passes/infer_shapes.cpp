@@ -11,6 +11,25 @@ namespace joule::passes {
 namespace {
 constexpr int64_t kFoldLimit = 1 << 16;  // elements: evaluate constant nodes up to this size
 
+// For an op that takes only numeric tensors (OpDef::any_value false): the first input (or
+// output) that is a sequence, an optional or a string tensor, as the reason to refuse the node.
+std::string odd_value(const ir::Node& n, const ops::OpDef& def, const std::vector<const ir::TensorType*>& inputs,
+                      const char* what, const std::vector<ir::TensorType>* outputs = nullptr) {
+  if (def.any_value) return "";
+  auto reason = [&](const ir::TensorType& t, size_t i) -> std::string {
+    if (!t.is_tensor()) return n.where() + ": " + what + " " + std::to_string(i) + " is a " + value_kind_name(t.kind) + "; this op takes tensors only";
+    if (t.dtype == DType::String) return n.where() + ": string tensors are not supported by this op (" + what + " " + std::to_string(i) + ")";
+    return "";
+  };
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i])
+      if (std::string r = reason(*inputs[i], i); !r.empty()) return r;
+  if (outputs)
+    for (size_t i = 0; i < outputs->size(); ++i)
+      if (std::string r = reason((*outputs)[i], i); !r.empty()) return r;
+  return "";
+}
+
 bool small_constants(const std::vector<const Tensor*>& values) {
   int64_t total = 0;
   for (auto* v : values) {
@@ -29,6 +48,8 @@ InferResult infer_shapes(ir::Graph& g, const std::map<std::string, Shape>& input
     auto it = input_shapes.find(in);
     const ir::TensorType* declared = g.type_of(in);
     if (!declared) fail("graph input '" + in + "' has no type");
+    if (it != input_shapes.end() && !declared->is_tensor())
+      fail("input shape given for '" + in + "', which is a " + value_kind_name(declared->kind) + ", not a tensor");
     types[in] = it == input_shapes.end() ? *declared : ir::TensorType::of(declared->dtype, it->second);
   }
   for (auto& [name, t] : input_shapes)
@@ -75,6 +96,8 @@ InferResult infer_shapes(ir::Graph& g, const std::map<std::string, Shape>& input
     }
     c.output_types.resize(n.outputs.size());
     c.output_values.resize(n.outputs.size());
+    const std::string odd = odd_value(n, *def, c.input_types, "input");
+    if (!odd.empty()) fail_unsupported(odd);
     try {
       def->infer(c);
     } catch (const Error& e) {
@@ -82,6 +105,7 @@ InferResult infer_shapes(ir::Graph& g, const std::map<std::string, Shape>& input
       skip(n);
       continue;
     }
+    if (std::string odd_out = odd_value(n, *def, {}, "output", &c.output_types); !odd_out.empty()) fail_unsupported(odd_out);
     // Evaluate small constant nodes (shape arithmetic) with the reference kernel.
     if (all_const && small_constants(c.input_values) && !ops::is_random_op(n)) {
       ops::KernelContext k{n, c.opset, c.input_values, {}, &pool};
@@ -89,7 +113,9 @@ InferResult infer_shapes(ir::Graph& g, const std::map<std::string, Shape>& input
       try {
         def->run(k);
         for (size_t i = 0; i < k.outputs.size(); ++i)
-          if (k.outputs[i].defined() && k.outputs[i].numel() <= kFoldLimit) c.output_values[i] = k.outputs[i];
+          if (k.outputs[i].defined() && k.outputs[i].is_tensor() && k.outputs[i].dtype() != DType::String &&
+              k.outputs[i].numel() <= kFoldLimit)
+            c.output_values[i] = k.outputs[i];
       } catch (const Error& e) {
         if (e.kind() == Error::Kind::Internal) throw;
         // Leave it to run time: a constant that fails here fails there with the same message.

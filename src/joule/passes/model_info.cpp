@@ -25,9 +25,12 @@ nlohmann::json model_info(ir::Graph& g) {
     json a = json::array();
     for (auto& n : names) {
       const ir::TensorType* t = g.type_of(n);
-      a.push_back({{"name", n},
-                   {"dtype", t ? dtype_name(t->dtype) : "undefined"},
-                   {"shape", t && t->has_shape ? ir::dims_str(t->dims) : "?"}});
+      json v = {{"name", n},
+                {"dtype", t ? dtype_name(t->dtype) : "undefined"},
+                {"shape", t && t->has_shape ? ir::dims_str(t->dims) : "?"}};
+      // A sequence's or optional's dtype and shape are its elements'; "type" says the whole.
+      if (t && !t->is_tensor()) v["kind"] = value_kind_name(t->kind), v["type"] = t->str();
+      a.push_back(v);
     }
     return a;
   };

@@ -49,6 +49,22 @@ py::array to_array(const Tensor& t) {
   return py::array(py::dtype(dtype_name(v.dtype())), shape, {}, v.raw(), base);
 }
 
+py::object to_value(const Tensor& t) {
+  if (t.kind() == ValueKind::Sequence) {
+    py::list items;
+    for (const Tensor& item : t.items()) items.append(to_value(item.clone()));  // items may share inputs' buffers
+    return items;
+  }
+  if (t.kind() == ValueKind::Optional) return t.items().empty() ? py::none() : to_value(t.items()[0]);
+  if (t.dtype() == DType::String) {
+    py::list words;
+    for (int64_t i = 0; i < t.numel(); ++i) words.append(py::str(t.data<std::string>()[i]));
+    py::object np = py::module_::import("numpy");
+    return np.attr("array")(words, py::arg("dtype") = "object").attr("reshape")(py::cast(t.shape()));
+  }
+  return to_array(t);
+}
+
 runtime::TensorMap to_inputs(const py::handle& obj, const std::vector<std::string>& names) {
   runtime::TensorMap m;
   if (py::isinstance<py::dict>(obj)) {

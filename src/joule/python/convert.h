@@ -24,6 +24,10 @@ Tensor to_tensor(const py::handle& obj, const std::string& what);
 // bfloat16 comes back as float32.
 py::array to_array(const Tensor& t);
 
+// Any value as Python sees it: a tensor as an array (to_array), a string tensor as an object
+// array of str, a sequence as a list, an optional as None or what it holds.
+py::object to_value(const Tensor& t);
+
 // Session inputs from a dict {name: array}, a list/tuple in input order, or one array (a
 // one-input model).
 runtime::TensorMap to_inputs(const py::handle& obj, const std::vector<std::string>& names);

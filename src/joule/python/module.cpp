@@ -300,7 +300,7 @@ PYBIND11_MODULE(_joule, m) {
         for (const std::string& name : sess.output_names()) {
           Tensor t = out.at(name);
           if (s.constants.count(t.raw()) || given.count(t.raw())) t = t.clone();  // never a view of weights or inputs
-          d[py::str(name)] = to_array(t);
+          d[py::str(name)] = to_value(t);
         }
         return d;
       }, py::arg("inputs"))

@@ -47,7 +47,7 @@ std::vector<size_t> pareto_front(const std::vector<double>& x, const std::vector
                                  bool y_higher_better);
 
 std::string xml_escape(const std::string& s);
-double text_width(const std::string& s, double font_px);  // estimate for sans-serif
+double text_width(const std::string& s, double font_px, bool bold = false);  // an upper estimate for sans-serif
 // `s` itself when at most `n` characters, else its start and end around "…".
 std::string shorten_middle(const std::string& s, size_t n);
 // Colours for series, cycled.

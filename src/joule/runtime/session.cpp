@@ -16,7 +16,7 @@ namespace {
 class LiveBytes {
  public:
   void add(const Tensor& t) {
-    if (!t.defined()) return;
+    if (!t.defined() || !t.is_tensor()) return;
     auto& e = bufs_[t.raw()];
     if (e.refs++ == 0) {
       e.bytes = t.nbytes();
@@ -25,7 +25,7 @@ class LiveBytes {
     }
   }
   void remove(const Tensor& t) {
-    if (!t.defined()) return;
+    if (!t.defined() || !t.is_tensor()) return;
     auto it = bufs_.find(t.raw());
     if (it == bufs_.end()) return;
     if (--it->second.refs == 0) {
@@ -127,7 +127,9 @@ void Session::plan_activations(const std::vector<int>& last) {
       v.last = std::max(static_cast<int>(i), last[static_cast<size_t>(s)]);
       if (j == 0 && st.def->view && !st.in_slots.empty()) v.alias_of = st.in_slots[0];
       const ir::TensorType* t = graph_.type_of(n.outputs[j]);
-      if (is_output[static_cast<size_t>(s)] || !t || !t->is_static() || dtype_size(t->dtype) == 0) continue;
+      if (is_output[static_cast<size_t>(s)] || !t || !t->is_static() || dtype_size(t->dtype) == 0 ||
+          t->dtype == DType::String)
+        continue;
       slot_type_[static_cast<size_t>(s)] = *t;
       v.bytes = static_cast<size_t>(shape_numel(t->static_shape())) * dtype_size(t->dtype);
     }
@@ -204,9 +206,11 @@ size_t Session::weight_bytes() const {
 void Session::check_input(const std::string& name, const Tensor& t) const {
   const ir::TensorType* want = graph_.type_of(name);
   if (!want) return;
+  if (want->kind != t.kind())
+    fail("input '" + name + "': expected a " + value_kind_name(want->kind) + ", got " + t.describe());
   if (want->dtype != t.dtype())
     fail("input '" + name + "': expected " + dtype_name(want->dtype) + ", got " + dtype_name(t.dtype()));
-  if (!want->has_shape) return;
+  if (!want->has_shape || !want->is_tensor()) return;
   bool ok = want->dims.size() == t.shape().size();
   for (size_t i = 0; ok && i < want->dims.size(); ++i)
     if (want->dims[i].is_static() && want->dims[i].value != t.shape()[i]) ok = false;
