@@ -65,10 +65,31 @@ def make(name):
             head.cls_score.weight.copy_(torch.randn(head.cls_score.weight.shape, generator=g) * 0.5)
             head.cls_score.bias.copy_(torch.randn(head.cls_score.bias.shape, generator=g))
         cls = getattr(getattr(net, "head", None), "classification_head", None)
-        for m in cls.modules() if cls is not None else []:  # SSD, RetinaNet: the class convs
-            if isinstance(m, torch.nn.Conv2d):
-                m.weight.copy_(torch.randn(m.weight.shape, generator=g) * 10.0 / m.weight[0].numel() ** 0.5)
+        if cls is not None and hasattr(cls, "cls_logits"):  # RetinaNet: a ReLU conv tower, then the logits
+            for m in cls.modules():  # He-scaled tower (torchvision's std 0.01 leaves only the bias: tied scores)
+                if isinstance(m, torch.nn.Conv2d):
+                    m.weight.copy_(torch.randn(m.weight.shape, generator=g) * (2.0 / m.weight[0].numel()) ** 0.5)
+                    m.bias.copy_(torch.randn(m.bias.shape, generator=g) * 0.5)
+        else:
+            for m in cls.modules() if cls is not None else []:  # SSD: the class convs
+                if isinstance(m, torch.nn.Conv2d):
+                    m.weight.copy_(torch.randn(m.weight.shape, generator=g) * 10.0 / m.weight[0].numel() ** 0.5)
     return net.eval()
+
+
+def spread_logits(net, x):
+    """RetinaNet: its sigmoid scores saturate (all 1.0, every detection tied) unless the class
+    logits stay within a few units: scale the last conv so that they spread with std 2."""
+    import torch
+    cls = getattr(getattr(net, "head", None), "classification_head", None)
+    if cls is None or not hasattr(cls, "cls_logits"):
+        return
+    seen = []
+    hook = cls.cls_logits.register_forward_hook(lambda m, i, o: seen.append(float(o.std())))
+    with torch.no_grad():
+        net([x])
+        hook.remove()
+        cls.cls_logits.weight.mul_(2.0 / max(float(np.mean(seen)), 1e-6))
 
 
 def export(out, names):
@@ -80,6 +101,7 @@ def export(out, names):
         os.makedirs(d, exist_ok=True)
         net = make(name)
         x = torch.rand(3, SIZE, SIZE, generator=torch.Generator().manual_seed(1))
+        spread_logits(net, x)
         family, _ = MODELS[name]
         arg = ([x],) if family == "detection" else (x[None],)
         with torch.no_grad():

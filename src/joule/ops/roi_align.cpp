@@ -11,17 +11,103 @@
 #include <vector>
 
 #include "joule/ops/nn_util.h"
+#include "joule/ops/roi_align_util.h"
 
 namespace joule::ops {
 namespace {
 
-struct Params {
-  bool max_mode = false, half_pixel = false;
-  int64_t oh = 1, ow = 1, sampling = 0;
-  float scale = 1.f;
-};
+void infer(InferContext& c) {
+  const roi::Params p = roi::params(c.node, c.opset);
+  const ir::TensorType& x = c.in(0);
+  const ir::TensorType& rois = c.in(1);
+  if (x.has_shape && x.dims.size() != 4) fail(c.node.where() + ": X must be 4-D [N, C, H, W], got " + x.str());
+  if (rois.has_shape && rois.dims.size() != 2) fail(c.node.where() + ": rois must be [num_rois, 4], got " + rois.str());
+  ir::TensorType out;
+  out.dtype = x.dtype;
+  out.has_shape = true;
+  out.dims = {rois.has_shape ? rois.dims[0] : ir::Dim{}, x.has_shape ? x.dims[1] : ir::Dim{},
+              ir::Dim{p.oh, ""}, ir::Dim{p.ow, ""}};
+  c.out(0) = out;
+}
 
-// "" when the node's attributes are valid, else the reason.
+template <class T>
+void roi_align(const Tensor& X, const Tensor& R, const std::vector<int64_t>& bidx, const roi::Params& p,
+               Tensor& Y, ThreadPool* pool) {
+  const int64_t C = X.dim(1), H = X.dim(2), W = X.dim(3), nr = R.dim(0);
+  const T* x = X.data<T>();
+  const T* rois = R.data<T>();
+  T* y = Y.data<T>();
+  auto body = [&](int64_t begin, int64_t end) {
+    roi::Grid<T> g;
+    int64_t cur = -1;
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t r = t / C, ch = t % C;
+      if (r != cur) {  // this roi's taps, shared by its channels
+        cur = r;
+        roi::roi_grid(rois + 4 * r, p, H, W, g);
+      }
+      const int64_t gh = g.gh, gw = g.gw;
+      const std::vector<roi::Tap<T>>& ty = g.ty;
+      const std::vector<roi::Tap<T>>& tx = g.tx;
+      const T inv_count = g.inv_count;
+      const T* plane = x + (bidx[static_cast<size_t>(r)] * C + ch) * H * W;
+      T* out = y + t * p.oh * p.ow;
+      for (int64_t ph = 0; ph < p.oh; ++ph)
+        for (int64_t pw = 0; pw < p.ow; ++pw) {
+          T acc = 0;
+          bool first = true;
+          for (int64_t iy = 0; iy < gh; ++iy) {
+            const roi::Tap<T>& a = ty[static_cast<size_t>(ph * gh + iy)];
+            const T* rlo = plane + a.lo * W;
+            const T* rhi = plane + a.hi * W;
+            for (int64_t ix = 0; ix < gw; ++ix) {
+              const roi::Tap<T>& b = tx[static_cast<size_t>(pw * gw + ix)];
+              const T v1 = a.wlo * b.wlo * rlo[b.lo], v2 = a.wlo * b.whi * rlo[b.hi];
+              const T v3 = a.whi * b.wlo * rhi[b.lo], v4 = a.whi * b.whi * rhi[b.hi];
+              if (!p.max_mode) {
+                acc += v1 + v2 + v3 + v4;
+              } else {
+                const T m = std::max(std::max(v1, v2), std::max(v3, v4));
+                acc = first ? m : std::max(acc, m);
+                first = false;
+              }
+            }
+          }
+          out[ph * p.ow + pw] = p.max_mode ? acc : acc * inv_count;
+        }
+    }
+  };
+  parallel_or_serial(pool, nr * C, body);
+}
+
+void run(KernelContext& c) {
+  if (run_half_as_float(c, run)) return;
+  const roi::Params p = roi::params(c.node, c.opset);
+  const std::vector<int64_t> bidx = roi::checked_batch_indices(c);
+  const Tensor& X = c.in(0);
+  const Tensor& R = c.in(1);
+  Tensor& Y = c.output(0, X.dtype(), {R.dim(0), X.dim(1), p.oh, p.ow});
+  visit_floating(X.dtype(), c.node.where(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    roi_align<T>(X, R, bidx, p, Y, c.pool);
+  });
+}
+
+// Four multiply-adds per sample; sampling_ratio 0 is counted as 2 x 2 samples per bin.
+Cost cost(const CostContext& c) {
+  Cost r;
+  const double s = static_cast<double>(std::max<int64_t>(c.node.attr_int("sampling_ratio", 0), 0));
+  if (!c.out.empty()) r.flops = nn::numel_d(c.out[0]) * (s > 0 ? s * s : 4.0) * 8;
+  r.bytes = io_bytes(c);
+  return r;
+}
+
+std::string check(const ir::Node& n, int64_t opset) { return roi::problem(n, opset); }
+
+}  // namespace
+
+namespace roi {
+
 std::string problem(const ir::Node& n, int64_t opset) {
   const std::string mode = n.attr_string("mode", "avg");
   if (mode != "avg" && mode != "max") return "mode '" + mode + "' (avg, max)";
@@ -48,114 +134,7 @@ Params params(const ir::Node& n, int64_t opset) {
   return p;
 }
 
-void infer(InferContext& c) {
-  const Params p = params(c.node, c.opset);
-  const ir::TensorType& x = c.in(0);
-  const ir::TensorType& rois = c.in(1);
-  if (x.has_shape && x.dims.size() != 4) fail(c.node.where() + ": X must be 4-D [N, C, H, W], got " + x.str());
-  if (rois.has_shape && rois.dims.size() != 2) fail(c.node.where() + ": rois must be [num_rois, 4], got " + rois.str());
-  ir::TensorType out;
-  out.dtype = x.dtype;
-  out.has_shape = true;
-  out.dims = {rois.has_shape ? rois.dims[0] : ir::Dim{}, x.has_shape ? x.dims[1] : ir::Dim{},
-              ir::Dim{p.oh, ""}, ir::Dim{p.ow, ""}};
-  c.out(0) = out;
-}
-
-// Bilinear taps of one sample coordinate along an axis: low/high index and their weights
-// (both 0 for a sample outside [-1, size]).
-template <class T>
-struct Tap {
-  int64_t lo = 0, hi = 0;
-  T wlo = 0, whi = 0;
-};
-
-// The taps of the `grid` samples in each of `bins` bins starting at `start`.
-template <class T>
-void axis_taps(T start, T bin, int64_t bins, int64_t grid, int64_t size, std::vector<Tap<T>>& taps) {
-  taps.assign(static_cast<size_t>(bins * grid), {});
-  for (int64_t b = 0; b < bins; ++b)
-    for (int64_t i = 0; i < grid; ++i) {
-      T v = start + static_cast<T>(b) * bin + (static_cast<T>(i) + T(0.5)) * bin / static_cast<T>(grid);
-      Tap<T>& t = taps[static_cast<size_t>(b * grid + i)];
-      if (v < T(-1) || v > static_cast<T>(size)) continue;
-      v = std::max(v, T(0));
-      t.lo = static_cast<int64_t>(v);
-      if (t.lo >= size - 1) {
-        t.lo = t.hi = size - 1;
-        v = static_cast<T>(t.lo);
-      } else {
-        t.hi = t.lo + 1;
-      }
-      t.whi = v - static_cast<T>(t.lo);
-      t.wlo = T(1) - t.whi;
-    }
-}
-
-template <class T>
-void roi_align(const Tensor& X, const Tensor& R, const std::vector<int64_t>& bidx, const Params& p,
-               Tensor& Y, ThreadPool* pool) {
-  const int64_t C = X.dim(1), H = X.dim(2), W = X.dim(3), nr = R.dim(0);
-  const T* x = X.data<T>();
-  const T* rois = R.data<T>();
-  T* y = Y.data<T>();
-  const T offset = p.half_pixel ? T(0.5) : T(0);
-  const T scale = static_cast<T>(p.scale);
-  auto body = [&](int64_t begin, int64_t end) {
-    std::vector<Tap<T>> ty, tx;
-    int64_t cur = -1, gh = 0, gw = 0;
-    T inv_count = 1;
-    for (int64_t t = begin; t < end; ++t) {
-      const int64_t r = t / C, ch = t % C;
-      if (r != cur) {  // this roi's taps, shared by its channels
-        cur = r;
-        const T* q = rois + 4 * r;
-        const T x0 = q[0] * scale - offset, y0 = q[1] * scale - offset;
-        T rw = q[2] * scale - offset - x0, rh = q[3] * scale - offset - y0;
-        if (!p.half_pixel) {
-          rw = std::max(rw, T(1));
-          rh = std::max(rh, T(1));
-        }
-        const T bh = rh / static_cast<T>(p.oh), bw = rw / static_cast<T>(p.ow);
-        gh = p.sampling > 0 ? p.sampling : std::max<int64_t>(static_cast<int64_t>(std::ceil(bh)), 0);
-        gw = p.sampling > 0 ? p.sampling : std::max<int64_t>(static_cast<int64_t>(std::ceil(bw)), 0);
-        inv_count = T(1) / static_cast<T>(std::max<int64_t>(gh * gw, 1));
-        axis_taps(y0, bh, p.oh, gh, H, ty);
-        axis_taps(x0, bw, p.ow, gw, W, tx);
-      }
-      const T* plane = x + (bidx[static_cast<size_t>(r)] * C + ch) * H * W;
-      T* out = y + t * p.oh * p.ow;
-      for (int64_t ph = 0; ph < p.oh; ++ph)
-        for (int64_t pw = 0; pw < p.ow; ++pw) {
-          T acc = 0;
-          bool first = true;
-          for (int64_t iy = 0; iy < gh; ++iy) {
-            const Tap<T>& a = ty[static_cast<size_t>(ph * gh + iy)];
-            const T* rlo = plane + a.lo * W;
-            const T* rhi = plane + a.hi * W;
-            for (int64_t ix = 0; ix < gw; ++ix) {
-              const Tap<T>& b = tx[static_cast<size_t>(pw * gw + ix)];
-              const T v1 = a.wlo * b.wlo * rlo[b.lo], v2 = a.wlo * b.whi * rlo[b.hi];
-              const T v3 = a.whi * b.wlo * rhi[b.lo], v4 = a.whi * b.whi * rhi[b.hi];
-              if (!p.max_mode) {
-                acc += v1 + v2 + v3 + v4;
-              } else {
-                const T m = std::max(std::max(v1, v2), std::max(v3, v4));
-                acc = first ? m : std::max(acc, m);
-                first = false;
-              }
-            }
-          }
-          out[ph * p.ow + pw] = p.max_mode ? acc : acc * inv_count;
-        }
-    }
-  };
-  parallel_or_serial(pool, nr * C, body);
-}
-
-void run(KernelContext& c) {
-  if (run_half_as_float(c, run)) return;
-  const Params p = params(c.node, c.opset);
+std::vector<int64_t> checked_batch_indices(const KernelContext& c) {
   const Tensor& X = c.in(0);
   const Tensor& R = c.in(1);
   const Tensor& B = c.in(2);
@@ -173,25 +152,10 @@ void run(KernelContext& c) {
     if (b < 0 || b >= X.dim(0))
       fail(c.node.where() + ": batch index " + std::to_string(b) + " out of range for " +
            std::to_string(X.dim(0)) + " images");
-  Tensor& Y = c.output(0, X.dtype(), {R.dim(0), X.dim(1), p.oh, p.ow});
-  visit_floating(X.dtype(), c.node.where(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    roi_align<T>(X, R, bidx, p, Y, c.pool);
-  });
+  return bidx;
 }
 
-// Four multiply-adds per sample; sampling_ratio 0 is counted as 2 x 2 samples per bin.
-Cost cost(const CostContext& c) {
-  Cost r;
-  const double s = static_cast<double>(std::max<int64_t>(c.node.attr_int("sampling_ratio", 0), 0));
-  if (!c.out.empty()) r.flops = nn::numel_d(c.out[0]) * (s > 0 ? s * s : 4.0) * 8;
-  r.bytes = io_bytes(c);
-  return r;
-}
-
-std::string check(const ir::Node& n, int64_t opset) { return problem(n, opset); }
-
-}  // namespace
+}  // namespace roi
 
 extern const OpDef kOpRoiAlign;
 const OpDef kOpRoiAlign{"RoiAlign", "", 3, 3, infer, run, cost, check};
