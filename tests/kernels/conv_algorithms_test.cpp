@@ -251,5 +251,74 @@ TEST(ConvAlgorithms, ChannelsLastStridedGroupedMatchesNchw) {
   }
 }
 
+
+// ConvTranspose's gemm algorithm against the reference kernel: 1-D to 3-D, groups, strides,
+// dilations, pads, output_padding, output_shape, with and without bias; batches split over
+// threads (one-thread SGEMMs) and a single image (the SGEMM on the pool, col2im by channel).
+TEST(ConvTransposeAlgorithms, GemmMatchesReference) {
+  struct Case {
+    Shape x, w;
+    std::map<std::string, ir::Attribute> attrs;
+    bool bias;
+  };
+  const std::vector<Case> cases = {
+      {{100, 16, 7, 7}, {16, 8, 2, 2}, {{"strides", Ints{2, 2}}}, true},  // Mask R-CNN's mask upsampling
+      {{1, 12, 9, 11}, {12, 5, 3, 3}, {{"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}, {"output_padding", Ints{1, 0}}}, true},
+      {{2, 8, 6, 5}, {8, 3, 3, 2}, {{"group", int64_t{2}}, {"dilations", Ints{2, 1}}, {"strides", Ints{1, 3}}}, false},
+      {{3, 6, 17}, {6, 4, 4}, {{"strides", Ints{2}}, {"pads", Ints{1, 2}}}, true},
+      {{1, 4, 3, 4, 5}, {4, 2, 2, 3, 2}, {{"strides", Ints{1, 2, 2}}}, true},
+      {{1, 6, 5, 5}, {6, 3, 3, 3}, {{"strides", Ints{2, 2}}, {"output_shape", Ints{10, 10}}, {"auto_pad", std::string("SAME_UPPER")}}, false},
+  };
+  uint32_t seed = 1;
+  for (const Case& c : cases)
+    for (int threads : {1, 2}) {
+      GraphBuilder b;
+      b.g.opsets[""] = 13;
+      b.input("x", DType::Float32, c.x);
+      b.init("w", testing::random_tensor(c.w, seed++, -1, 1));
+      std::vector<std::string> in = {"x", "w"};
+      if (c.bias) {
+        const int64_t group = c.attrs.count("group") ? std::get<int64_t>(c.attrs.at("group")) : 1;
+        b.init("b", testing::random_tensor({c.w[1] * group}, seed++, -1, 1));
+        in.push_back("b");
+      }
+      b.node("ConvTranspose", in, {"y"}, c.attrs);
+      b.g.nodes.back()->name = "op";
+      b.output("y");
+      const Tensor x = testing::random_tensor(c.x, seed++, -1, 1);
+      const auto want = testing::run_with_algo(b.g, {{"x", x}}, {"reference"}, "op", threads);
+      const auto got = testing::run_with_algo(b.g, {{"x", x}}, {"conv_transpose=gemm"}, "op", threads);
+      const std::string what = fmt::format("ConvTranspose x {} w {} threads {}", shape_str(c.x), shape_str(c.w), threads);
+      ASSERT_EQ(got.algorithm, "gemm") << what;
+      ASSERT_EQ(got.out.at("y").shape(), want.out.at("y").shape()) << what;
+      EXPECT_LT(testing::rel_error(got.out.at("y"), want.out.at("y")), 1e-5) << what;
+    }
+}
+
+// A node whose input shape is known only at run time (a detector's per-detection head) runs a
+// fast algorithm chosen per shape when it runs, not the reference kernel.
+TEST(ConvTransposeAlgorithms, DynamicBatchIsChosenAtRunTime) {
+  GraphBuilder b;
+  b.g.opsets[""] = 13;
+  b.input_sym("x", DType::Float32, {ir::Dim{-1, "n"}, ir::Dim{8, ""}, ir::Dim{5, ""}, ir::Dim{5, ""}});
+  b.init("w", testing::random_tensor({8, 4, 2, 2}, 7, -1, 1));
+  b.node("ConvTranspose", {"x", "w"}, {"y"}, {{"strides", Ints{2, 2}}});
+  b.g.nodes.back()->name = "op";
+  b.output("y");
+  for (int64_t n : {3, 1, 3}) {
+    const Tensor x = testing::random_tensor({n, 8, 5, 5}, static_cast<uint32_t>(n), -1, 1);
+    const auto want = testing::run_with_algo(b.g, {{"x", x}}, {"reference"}, "op", 1);
+    const auto got = testing::run_with_algo(b.g, {{"x", x}}, {}, "op", 1);
+    EXPECT_EQ(got.algorithm, "by_shape");
+    EXPECT_LT(testing::rel_error(got.out.at("y"), want.out.at("y")), 1e-5);
+  }
+  // the same session, shapes changing between runs, and what ran is in the kernel's detail
+  runtime::Session s(b.g, {});
+  for (int64_t n : {2, 5, 2}) {
+    const Tensor x = testing::random_tensor({n, 8, 5, 5}, static_cast<uint32_t>(n), -1, 1);
+    EXPECT_EQ(s.run({{"x", x}}).at("y").shape(), (Shape{n, 4, 10, 10}));
+  }
+}
+
 }  // namespace
 }  // namespace joule

@@ -37,6 +37,7 @@ extern const Algorithm kLayerNormSimd;
 extern const Algorithm kBatchNormSimd;
 extern const Algorithm kRecurrentFused;
 extern const Algorithm kRoiAlignChannels;
+extern const Algorithm kConvTransposeGemm;
 bool is_recurrent(const ir::Node& n);  // kernels/recurrent/recurrent.cpp
 
 const std::vector<const Algorithm*>& all_algorithms() {
@@ -44,7 +45,7 @@ const std::vector<const Algorithm*>& all_algorithms() {
                                                      &kGemmOnednnPacked, &kGemmOnednn, &kGemmBlas, &kGemmOnednnBf16, &kMatMulOnednnPacked, &kMatMulOnednn, &kMatMulBlas, &kMatMulOnednnBf16,
                                                      &kQConvOnednnInt8, &kQMatMulOnednnInt8, &kQConvEmulated, &kQMatMulEmulated, &kConvGradDataOnednn,
                                                      &kConvGradWeightOnednn, &kUnarySimd, &kBinarySimd, &kPoolSimd, &kTransposeTiled, &kConcatCopy, &kSliceCopy,
-                                                     &kSoftmaxSimd, &kLayerNormSimd, &kBatchNormSimd, &kRecurrentFused, &kRoiAlignChannels};
+                                                     &kSoftmaxSimd, &kLayerNormSimd, &kBatchNormSimd, &kRecurrentFused, &kRoiAlignChannels, &kConvTransposeGemm};
   return all;
 }
 
@@ -67,6 +68,7 @@ std::string op_class_of(const ir::Node& n) {
   if (std::string m = norm_class(n); !m.empty()) return m;
   if (is_recurrent(n)) return "recurrent";
   if (n.domain.empty() && n.op_type == "RoiAlign") return "roi_align";
+  if (n.domain.empty() && n.op_type == "ConvTranspose") return "conv_transpose";
   return "";
 }
 

@@ -273,11 +273,20 @@ Selection Selector::select(const NodeView& v) {
     else
       reasons += std::string(reasons.empty() ? "" : "; ") + a->name + ": " + r;
   }
+  // Nothing supports the node at its planned shapes because some are known only at run time:
+  // the choice waits for them (unless the user asked for the reference kernel).
+  const bool dynamic = std::any_of(v.in_types.begin(), v.in_types.end(), [](const ir::TensorType* t) {
+    return t && t->is_tensor() && !t->is_static();
+  });
+  const std::vector<std::string>* rule = spec_.rule_for(v.node, cls);
+  const bool wants_reference = rule ? std::find(rule->begin(), rule->end(), "reference") != rule->end()
+                                    : spec_.policy == "reference";
+  if (supported.empty() && dynamic && !wants_reference)
+    return Selection{&kByShape, make_by_shape_kernel(v, spec_), "by shape at run time", {}};
   std::vector<const Algorithm*> rankable;  // what the policies choose among
   for (const Algorithm* a : supported)
     if (spec_.ranks(*a)) rankable.push_back(a);
   if (rankable.empty()) rankable = supported;  // an on-request algorithm beats the reference kernel
-  const std::vector<std::string>* rule = spec_.rule_for(v.node, cls);
   if (!rule) return choose_by_policy(spec_.policy, v, rankable);
   std::string refused;
   for (const std::string& name : *rule) {

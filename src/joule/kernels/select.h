@@ -68,6 +68,14 @@ class Selector {
   std::unique_ptr<TuningCache> cache_;
 };
 
+// Nodes whose input shapes are known only at run time (kernels/by_shape.cpp): `kByShape` labels
+// them in plans and profiles; their kernel chooses and prepares an algorithm per distinct input
+// shape when it runs, with choose_for_shape (the rule's list in order, else the lowest estimate;
+// null: the reference kernel).
+extern const Algorithm kByShape;
+std::unique_ptr<Kernel> make_by_shape_kernel(const NodeView& v, const AlgoSpec& spec);
+const Algorithm* choose_for_shape(const AlgoSpec& spec, const NodeView& v);
+
 // The tuning-cache key of a node: op, input shapes/dtypes, attributes, threads, CPU, version.
 std::string tuning_key(const NodeView& v);
 

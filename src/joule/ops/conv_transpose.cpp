@@ -119,41 +119,16 @@ void conv_transpose(const Tensor& X, const Tensor& W, const Tensor* B, Tensor& Y
 
 void run(KernelContext& c) {
   if (run_half_as_float(c, run)) return;
+  const ConvTransposePlan plan = plan_conv_transpose(c);
   const Tensor& X = c.in(0);
   const Tensor& W = c.in(1);
   const Tensor* B = c.has(2) ? c.inputs[2] : nullptr;
-  nn::check_same_dtypes(c, 0, 3);
-  const int nsp = check_conv_operands(c, X, W);
-  if (nsp > 3) fail_unsupported(c.node.where() + ": more than 3 spatial dimensions");
-  const Setup s = read_setup(c.node, nsp, Shape(W.shape().begin() + 2, W.shape().end()));
-  if (X.dim(1) != W.dim(0) || W.dim(0) % s.group != 0)
-    fail(c.node.where() + ": input " + X.describe() + " does not match weight " + W.describe() +
-         " with group " + std::to_string(s.group));
-  const int64_t M = W.dim(1) * s.group;
-  if (B && (B->rank() != 1 || B->dim(0) != M))
-    fail(c.node.where() + ": bias " + B->describe() + " does not match " + std::to_string(M) +
-         " output channels");
-  SpatialPlan p;
-  for (int j = 0; j < 3; ++j) {
-    p.in[j] = p.out[j] = p.k[j] = p.s[j] = p.d[j] = 1;
-    p.pb[j] = p.pe[j] = 0;
-  }
-  Shape ys = {X.dim(0), M};
-  for (int i = 0; i < nsp; ++i) {
-    const int j = 3 - nsp + i;
-    const size_t si = static_cast<size_t>(i);
-    p.in[j] = X.dim(i + 2);
-    p.out[j] = conv_transpose_out_dim(s.g, c.node, i, p.in[j], s.output_padding[si],
-                                      s.output_shape[si], &p.pb[j], &p.pe[j]);
-    p.k[j] = s.g.kernel[si];
-    p.s[j] = s.g.strides[si];
-    p.d[j] = s.g.dilations[si];
-    ys.push_back(p.out[j]);
-  }
+  const SpatialPlan& p = plan.p;
+  const Shape& ys = plan.out;
   Tensor Y(X.dtype(), ys);
   visit_floating(X.dtype(), c.node.where(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    conv_transpose<T>(X, W, B, Y, p, s.group, c.pool);
+    conv_transpose<T>(X, W, B, Y, p, plan.group, c.pool);
   });
   c.outputs[0] = Y;
 }
@@ -173,6 +148,43 @@ Cost cost(const CostContext& c) {
 }
 
 }  // namespace
+
+ConvTransposePlan plan_conv_transpose(const KernelContext& c) {
+  const Tensor& X = c.in(0);
+  const Tensor& W = c.in(1);
+  const Tensor* B = c.has(2) ? c.inputs[2] : nullptr;
+  nn::check_same_dtypes(c, 0, 3);
+  const int nsp = check_conv_operands(c, X, W);
+  if (nsp > 3) fail_unsupported(c.node.where() + ": more than 3 spatial dimensions");
+  const Setup s = read_setup(c.node, nsp, Shape(W.shape().begin() + 2, W.shape().end()));
+  if (X.dim(1) != W.dim(0) || W.dim(0) % s.group != 0)
+    fail(c.node.where() + ": input " + X.describe() + " does not match weight " + W.describe() +
+         " with group " + std::to_string(s.group));
+  const int64_t M = W.dim(1) * s.group;
+  if (B && (B->rank() != 1 || B->dim(0) != M))
+    fail(c.node.where() + ": bias " + B->describe() + " does not match " + std::to_string(M) +
+         " output channels");
+  ConvTransposePlan plan;
+  plan.group = s.group;
+  SpatialPlan& p = plan.p;
+  for (int j = 0; j < 3; ++j) {
+    p.in[j] = p.out[j] = p.k[j] = p.s[j] = p.d[j] = 1;
+    p.pb[j] = p.pe[j] = 0;
+  }
+  plan.out = {X.dim(0), M};
+  for (int i = 0; i < nsp; ++i) {
+    const int j = 3 - nsp + i;
+    const size_t si = static_cast<size_t>(i);
+    p.in[j] = X.dim(i + 2);
+    p.out[j] = conv_transpose_out_dim(s.g, c.node, i, p.in[j], s.output_padding[si],
+                                      s.output_shape[si], &p.pb[j], &p.pe[j]);
+    p.k[j] = s.g.kernel[si];
+    p.s[j] = s.g.strides[si];
+    p.d[j] = s.g.dilations[si];
+    plan.out.push_back(p.out[j]);
+  }
+  return plan;
+}
 
 extern const OpDef kOpConvTranspose;
 const OpDef kOpConvTranspose{"ConvTranspose", "", 2, 3, infer, run, cost};

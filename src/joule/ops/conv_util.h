@@ -257,4 +257,13 @@ inline int check_conv_operands(const KernelContext& c, const Tensor& X, const Te
   return X.rank() - 2;
 }
 
+// ConvTranspose on concrete operands (ops/conv_transpose.cpp; its fast algorithm uses it too):
+// X, W and B checked, the spatial plan (3-D, leading unit dims) and the output shape.
+struct ConvTransposePlan {
+  SpatialPlan p;
+  int64_t group = 1;
+  Shape out;
+};
+ConvTransposePlan plan_conv_transpose(const KernelContext& c);
+
 }  // namespace joule::ops
