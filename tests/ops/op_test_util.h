@@ -10,6 +10,18 @@
 
 namespace joule::testing {
 
+// A node named after its first output, with these inputs, outputs and attributes (graph tests).
+inline ir::Node node(const std::string& op, std::vector<std::string> in, std::vector<std::string> out,
+                     std::map<std::string, ir::Attribute> attrs = {}) {
+  ir::Node n;
+  n.name = out[0];
+  n.op_type = op;
+  n.inputs = std::move(in);
+  n.outputs = std::move(out);
+  n.attrs = std::move(attrs);
+  return n;
+}
+
 inline ir::Node make_node(const std::string& op, size_t n_in, size_t n_out,
                           std::map<std::string, ir::Attribute> attrs = {}) {
   ir::Node n;

@@ -9,17 +9,6 @@ using ir::Attribute;
 
 namespace {
 
-ir::Node node(const std::string& op, std::vector<std::string> in, std::vector<std::string> out,
-              std::map<std::string, Attribute> attrs = {}) {
-  ir::Node n;
-  n.name = out[0];
-  n.op_type = op;
-  n.inputs = std::move(in);
-  n.outputs = std::move(out);
-  n.attrs = std::move(attrs);
-  return n;
-}
-
 ir::Graph flatten_graph(std::vector<ir::Dim> x_dims) {
   ir::Graph g;
   g.opsets[""] = 13;

@@ -22,17 +22,6 @@ std::vector<std::string> texts(const Tensor& t) {
   return std::vector<std::string>(t.data<std::string>(), t.data<std::string>() + t.numel());
 }
 
-ir::Node node(const std::string& op, std::vector<std::string> in, std::vector<std::string> out,
-              std::map<std::string, Attribute> attrs = {}) {
-  ir::Node n;
-  n.name = out[0];
-  n.op_type = op;
-  n.inputs = std::move(in);
-  n.outputs = std::move(out);
-  n.attrs = std::move(attrs);
-  return n;
-}
-
 TEST(TensorSequence, ConstructInsertEraseAtLength) {
   const Tensor a = iota_f({2, 3}), b = f32({7, 8, 9}, {1, 3}), c = f32({1, 2, 3, 4, 5, 6, 7, 8, 9}, {3, 3});
   Tensor s = run_op(make_node("SequenceConstruct", 2, 1), {a, b})[0];

@@ -173,6 +173,27 @@ inline void valid_out_range(int64_t in, int64_t out, int64_t s, int64_t koff, in
   if (*hi < *lo) *hi = *lo;
 }
 
+// ConvTranspose's scatter for one kernel offset (kd, kh, kw): each position i of the input plane
+// `x` adds w * x[i] into the output plane `y` at i * stride + k * dilation - pad_begin, where
+// that lies inside the output (the reference kernel and the gemm algorithm's col2im).
+template <class T>
+inline void scatter_kernel_offset(const SpatialPlan& p, int64_t kd, int64_t kh, int64_t kw, const T* x, T w, T* y) {
+  int64_t id0, id1, ih0, ih1, iw0, iw1;
+  valid_out_range(p.out[0], p.in[0], p.s[0], kd * p.d[0], p.pb[0], &id0, &id1);
+  valid_out_range(p.out[1], p.in[1], p.s[1], kh * p.d[1], p.pb[1], &ih0, &ih1);
+  valid_out_range(p.out[2], p.in[2], p.s[2], kw * p.d[2], p.pb[2], &iw0, &iw1);
+  const int64_t sw = p.s[2], len = iw1 - iw0, ow0 = iw0 * sw + kw * p.d[2] - p.pb[2];
+  for (int64_t id = id0; id < id1; ++id) {
+    const int64_t od = id * p.s[0] + kd * p.d[0] - p.pb[0];
+    for (int64_t ih = ih0; ih < ih1; ++ih) {
+      const int64_t oh = ih * p.s[1] + kh * p.d[1] - p.pb[1];
+      const T* xr = x + (id * p.in[1] + ih) * p.in[2] + iw0;
+      T* yr = y + (od * p.out[1] + oh) * p.out[2] + ow0;
+      for (int64_t j = 0; j < len; ++j) yr[j * sw] += w * xr[j];
+    }
+  }
+}
+
 // Spatial dims of an inference type from index 2 on (-1 for symbolic ones).
 inline std::vector<int64_t> spatial_dims(const ir::TensorType& t) {
   std::vector<int64_t> r;

@@ -63,29 +63,10 @@ class ConvTransposeGemm final : public Kernel {
         const int64_t m = g * mg_ + om;
         float* yp = y + (n * M + m) * p.out_size();
         std::fill(yp, yp + p.out_size(), bias ? bias[m] : 0.f);
-        for (int64_t kd = 0; kd < p.k[0]; ++kd) {
-          int64_t id0, id1;  // inputs whose output id*s + k*d - pb lies inside the output
-          ops::valid_out_range(p.out[0], p.in[0], p.s[0], kd * p.d[0], p.pb[0], &id0, &id1);
-          for (int64_t kh = 0; kh < p.k[1]; ++kh) {
-            int64_t ih0, ih1;
-            ops::valid_out_range(p.out[1], p.in[1], p.s[1], kh * p.d[1], p.pb[1], &ih0, &ih1);
-            for (int64_t kw = 0; kw < p.k[2]; ++kw) {
-              int64_t iw0, iw1;
-              ops::valid_out_range(p.out[2], p.in[2], p.s[2], kw * p.d[2], p.pb[2], &iw0, &iw1);
-              const float* row = cols + (om * kvol_ + (kd * p.k[1] + kh) * p.k[2] + kw) * L;
-              const int64_t sw = p.s[2], len = iw1 - iw0, ow0 = iw0 * sw + kw * p.d[2] - p.pb[2];
-              for (int64_t id = id0; id < id1; ++id) {
-                const int64_t od = id * p.s[0] + kd * p.d[0] - p.pb[0];
-                for (int64_t ih = ih0; ih < ih1; ++ih) {
-                  const int64_t oh = ih * p.s[1] + kh * p.d[1] - p.pb[1];
-                  const float* xr = row + (id * p.in[1] + ih) * p.in[2] + iw0;
-                  float* yr = yp + (od * p.out[1] + oh) * p.out[2] + ow0;
-                  for (int64_t j = 0; j < len; ++j) yr[j * sw] += xr[j];
-                }
-              }
-            }
-          }
-        }
+        for (int64_t kd = 0; kd < p.k[0]; ++kd)
+          for (int64_t kh = 0; kh < p.k[1]; ++kh)
+            for (int64_t kw = 0; kw < p.k[2]; ++kw)
+              ops::scatter_kernel_offset(p, kd, kh, kw, cols + (om * kvol_ + (kd * p.k[1] + kh) * p.k[2] + kw) * L, 1.f, yp);
       }
     };
     if (items >= threads || threads == 1) {
