@@ -369,3 +369,29 @@ def test_opdb_and_predict_are_the_cli_s(model, tmp_path):
         joule.predict(model, db=tmp_path / "missing.sqlite")
     with pytest.raises(TypeError, match="wrong type|unexpected"):
         joule.predict(model, db=db, threads="many")
+
+
+# ---- values other than tensors ---------------------------------------------------------------
+
+def test_sequence_optional_and_string_outputs(tmp_path):
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    nodes = [helper.make_node("SplitToSequence", ["x", "two"], ["pieces"]),
+             helper.make_node("Optional", [], ["none"], type=helper.make_tensor_type_proto(TensorProto.FLOAT, [2])),
+             helper.make_node("StringNormalizer", ["words"], ["upper"], case_change_action="UPPER")]
+    g = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 3])],
+        [helper.make_tensor_sequence_value_info("pieces", TensorProto.FLOAT, None),
+         helper.make_value_info("none", helper.make_optional_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, [2]))),
+         helper.make_tensor_value_info("upper", TensorProto.STRING, [2])],
+        [numpy_helper.from_array(np.array(2, np.int64), "two"),
+         numpy_helper.from_array(np.array(["monday", "größe"], dtype=object), "words")])
+    path = str(tmp_path / "seq.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    out = joule.Session(joule.load(path), threads=1).run({"x": x})
+    assert isinstance(out["pieces"], list) and len(out["pieces"]) == 2
+    np.testing.assert_array_equal(out["pieces"][1], x[2:])
+    assert out["none"] is None
+    assert out["upper"].dtype == object and out["upper"].shape == (2,)
+    assert out["upper"][0] == "MONDAY" and out["upper"][1].startswith("GRÖ")  # ß has no one-letter capital
