@@ -192,3 +192,22 @@ TEST(Api, SymbolicInputDimsAreResolvedFromTheInputs) {
   EXPECT_EQ(fixed.resolved_for({{"x", x}}).graph().type_of("x")->str(), "float32[2,3,8]");
   EXPECT_THROW(api::run(fixed, o), Error);
 }
+
+// A model input without a batch axis (torchvision's detectors take one [3, H, W] image): data
+// whose samples have the input's whole shape feed it as they are; a batched model of the same
+// image shape gets them with a batch axis of 1.
+TEST(Api, DataFeedsModelsWithoutABatchAxis) {
+  const Tensor images = random_tensor({2, 3, 4, 4}, 5, 0, 1);
+  for (bool batch_axis : {false, true}) {
+    GraphBuilder b;
+    const joule::Shape in = batch_axis ? joule::Shape{1, 3, 4, 4} : joule::Shape{3, 4, 4};
+    b.input("image", DType::Float32, in).node("Relu", {"image"}, {"y"}).output("y");
+    const api::Model m(b.build(), "", "m");
+    auto d = api::open_data(api::DataSource::from_arrays(images), m, api::DataOptions{});
+    EXPECT_EQ(d->batched(), batch_axis);
+    const api::LoadedSamples s = api::load_samples(*d, "image", 0);
+    ASSERT_EQ(s.inputs.size(), 2u);
+    EXPECT_EQ(s.inputs[1].at("image").shape(), in);
+    EXPECT_EQ(s.inputs[1].at("image").data<float>()[5], images.data<float>()[48 + 5]);
+  }
+}

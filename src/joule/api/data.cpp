@@ -6,6 +6,7 @@
 
 #include "joule/core/error.h"
 #include "joule/core/file_util.h"
+#include "joule/core/npy.h"
 #include "joule/data/loader.h"
 
 namespace joule::api {
@@ -28,10 +29,42 @@ bool is_jpeg_data(const std::string& spec) {
   return false;
 }
 
-Tensor with_batch(const Tensor& t) {
+// A sample as the model's input: with a batch axis of 1, unless the dataset's samples are
+// whole inputs.
+Tensor as_input(bool batched, const Tensor& t) {
+  if (!batched) return t;
   Shape s = t.shape();
   s.insert(s.begin(), 1);
   return t.reshaped(s);
+}
+
+// The samples of `inner` are the model's whole inputs.
+class Unbatched final : public data::Dataset {
+ public:
+  explicit Unbatched(std::unique_ptr<data::Dataset> inner) : inner_(std::move(inner)) {}
+  size_t size() const override { return inner_->size(); }
+  data::Sample get(size_t i) const override { return inner_->get(i); }
+  bool has_labels() const override { return inner_->has_labels(); }
+  std::string describe() const override { return inner_->describe() + " (each sample a whole input: no batch axis)"; }
+  std::vector<std::string> class_names() const override { return inner_->class_names(); }
+  bool batched() const override { return false; }
+
+ private:
+  std::unique_ptr<data::Dataset> inner_;
+};
+
+// Does a model input of static shape `whole` lack a batch axis, as far as the data tells? Yes
+// when the data's samples have the whole shape: arrays or a .npy file of [K, whole...], or JPEG
+// images for a [3 or 1, H, W] input (images are never batched there).
+bool input_without_batch(const DataSource& src, const Shape& whole) {
+  auto samples_are = [&](const Shape& data) {
+    return data.size() == whole.size() + 1 && Shape(data.begin() + 1, data.end()) == whole;
+  };
+  if (src.images.defined()) return samples_are(src.images.shape());
+  const std::string& spec = src.spec;
+  if (spec.size() > 4 && spec.compare(spec.size() - 4, 4, ".npy") == 0 && std::filesystem::is_regular_file(spec))
+    return samples_are(load_npy(spec).shape());
+  return whole.size() == 3 && (whole[0] == 3 || whole[0] == 1) && is_jpeg_data(spec);
 }
 
 }  // namespace
@@ -69,6 +102,8 @@ std::unique_ptr<data::Dataset> open_data(const DataSource& src, const Model& m, 
     if (!t->dims[i].is_static()) fail("data: input '" + g.inputs[0] + "' is " + t->str() + "; give an input shape");
     p.sample_shape.push_back(t->dims[i].value);
   }
+  const bool unbatched = t->is_static() && input_without_batch(src, t->static_shape());
+  if (unbatched) p.sample_shape = t->static_shape();
   p.scale = o.scale;
   p.resize = o.resize;
   p.mean = o.mean;
@@ -92,7 +127,8 @@ std::unique_ptr<data::Dataset> open_data(const DataSource& src, const Model& m, 
     source = "ImageNet default for 3-channel images";
   }
   if (p.mean.empty() != p.std.empty()) fail("data: give both mean and std, or neither");
-  auto d = src.spec.empty() ? data::open_arrays(src.images, src.labels, p) : data::open_dataset(src.spec, p);
+  std::unique_ptr<data::Dataset> d = src.spec.empty() ? data::open_arrays(src.images, src.labels, p) : data::open_dataset(src.spec, p);
+  if (unbatched) d = std::make_unique<Unbatched>(std::move(d));
   if (how) {
     auto list = [](const std::vector<float>& v) {
       std::string s;
@@ -116,7 +152,7 @@ LoadedSamples load_samples(const data::Dataset& d, const std::string& input_name
       ++r.skipped;
       continue;
     }
-    r.inputs.push_back({{input_name, with_batch(s->input)}});
+    r.inputs.push_back({{input_name, as_input(d.batched(), s->input)}});
     if (d.has_labels()) r.labels.push_back(s->label);
   }
   if (r.inputs.empty()) fail("data: " + d.describe() + ": no readable samples");
@@ -125,13 +161,13 @@ LoadedSamples load_samples(const data::Dataset& d, const std::string& input_name
 
 quant::SampleFn sample_stream(const data::Dataset& d, const std::string& input_name, size_t limit) {
   auto loader = std::make_shared<data::Loader>(d, 0, limit ? std::min(limit, d.size()) : d.size());
-  return [loader, input_name](runtime::TensorMap& inputs) {
+  return [loader, input_name, batched = d.batched()](runtime::TensorMap& inputs) {
     while (std::optional<data::Sample> s = loader->next()) {
       if (!s->error.empty()) {
         fmt::print(stderr, "joule: skipping {}\n", s->error);
         continue;
       }
-      inputs = {{input_name, with_batch(s->input)}};
+      inputs = {{input_name, as_input(batched, s->input)}};
       return true;
     }
     return false;

@@ -33,6 +33,9 @@ class Dataset {
   // "IDX /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz: 10000 samples 28x28, labels 10 classes"
   virtual std::string describe() const = 0;
   virtual std::vector<std::string> class_names() const { return {}; }
+  // A sample is fed to the model with a leading batch axis of 1; false when a sample is the
+  // model's whole input (a model without a batch axis, as torchvision's detectors).
+  virtual bool batched() const { return true; }
 };
 
 // SPEC: a .npy file; an IDX images file (.gz or raw); a directory holding IDX files (":train"/":test"
