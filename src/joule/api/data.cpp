@@ -62,7 +62,10 @@ bool input_without_batch(const DataSource& src, const Shape& whole) {
   };
   if (src.images.defined()) return samples_are(src.images.shape());
   const std::string& spec = src.spec;
-  if (spec.size() > 4 && spec.compare(spec.size() - 4, 4, ".npy") == 0 && std::filesystem::is_regular_file(spec))
+  // (A .npy file is read here to see its shape: only for inputs of rank 3 or less, where an input
+  // without a batch axis is plausible -- an image -- and the file stays small.)
+  if (whole.size() <= 3 && spec.size() > 4 && spec.compare(spec.size() - 4, 4, ".npy") == 0 &&
+      std::filesystem::is_regular_file(spec))
     return samples_are(load_npy(spec).shape());
   return whole.size() == 3 && (whole[0] == 3 || whole[0] == 1) && is_jpeg_data(spec);
 }
