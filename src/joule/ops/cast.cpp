@@ -3,6 +3,7 @@
 // saturates; strings to and from numbers in their shortest round-trip text; complex and float8
 // are unsupported.
 #include "joule/ops/elementwise_util.h"
+#include "joule/ops/sequence_util.h"
 
 namespace joule::ops {
 namespace {
@@ -25,21 +26,16 @@ std::string check_cast(const ir::Node& n, int64_t) {
   return "";
 }
 
-const ir::TensorType& tensor_in(const InferContext& c, size_t i) {
-  if (!c.in(i).is_tensor()) fail(c.node.where() + ": input " + std::to_string(i) + " must be a tensor, got " + c.in(i).str());
-  return c.in(i);
-}
-
 void infer_cast(InferContext& c) {
-  c.out(0) = tensor_in(c, 0);
+  c.out(0) = seq::tensor_input(c, 0);
   c.out(0).dtype = cast_target(c.node);
 }
 
 void run_cast(KernelContext& c) { c.outputs[0] = c.in(0).cast(cast_target(c.node)); }
 
 void infer_cast_like(InferContext& c) {
-  c.out(0) = tensor_in(c, 0);
-  c.out(0).dtype = tensor_in(c, 1).dtype;
+  c.out(0) = seq::tensor_input(c, 0);
+  c.out(0).dtype = seq::tensor_input(c, 1).dtype;
 }
 
 void run_cast_like(KernelContext& c) { c.outputs[0] = c.in(0).cast(c.in(1).dtype()); }

@@ -23,7 +23,7 @@ void infer(InferContext& c) {
 
 void run(KernelContext& c) {
   const Tensor& s = seq::sequence_value(c, 0);
-  c.outputs[0] = seq::join(s.items(), c.node.attr_int("axis", 0), c.node.attr_int("new_axis", 0) != 0, c.node);
+  c.outputs[0] = seq::join(s.items(), c.node.attr_int("axis", 0), c.node.attr_int("new_axis", 0) != 0, c.node.where());
 }
 
 }  // namespace

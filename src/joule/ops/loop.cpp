@@ -30,7 +30,9 @@ void infer(InferContext& c) {
     if (i < carried) {  // the initial value's type; a shape only where the body declares one
       // A body may turn the carried value's kind (an optional sequence becomes a sequence): the
       // kind the body declares for its output wins.
-      t = declared.dtype != DType::Undefined ? declared : c.in(2 + i);
+      const ir::TensorType& kind_of = declared.dtype != DType::Undefined ? declared : c.in(2 + i);
+      t.kind = kind_of.kind;
+      t.held = kind_of.held;
       t.dtype = c.in(2 + i).dtype;
       t.has_shape = declared.has_shape;
       t.dims = declared.dims;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "joule/ops/sequence_util.h"
 #include "joule/ops/subgraph_util.h"
 #include "joule/ops/util.h"
 
@@ -134,13 +135,7 @@ std::vector<Tensor> scan_batched(const KernelContext& c, const ir::Graph& body, 
              std::to_string(longest) + ", ...]");
       Tensor item = subgraph::take(x, 0, b);
       // Only the first lens[b] steps take part (reversed directions read them from their end).
-      if (lens[static_cast<size_t>(b)] < longest) {
-        std::vector<Tensor> steps;
-        for (int64_t t = 0; t < lens[static_cast<size_t>(b)]; ++t) steps.push_back(subgraph::take(item, 0, t));
-        Shape empty = item.shape();
-        empty[0] = 0;
-        item = subgraph::stack(steps, 0, empty, item.dtype());
-      }
+      if (lens[static_cast<size_t>(b)] < longest) item = seq::slice_axis(item, 0, 0, lens[static_cast<size_t>(b)]);
       xs.push_back(std::move(item));
     }
     std::vector<Tensor> r = scan(c, body, f, std::move(states), xs, lens[static_cast<size_t>(b)]);

@@ -89,13 +89,13 @@ Tensor slice_axis(const Tensor& x, int64_t axis, int64_t start, int64_t len) {
   return r;
 }
 
-Tensor join(const std::vector<Tensor>& parts, int64_t axis, bool new_axis, const ir::Node& n) {
-  if (parts.empty()) fail(n.where() + ": cannot concatenate an empty sequence");
+Tensor join(const std::vector<Tensor>& parts, int64_t axis, bool new_axis, const std::string& where) {
+  if (parts.empty()) fail(where + ": cannot concatenate an empty sequence");
   const Shape& first = parts[0].shape();
   const int64_t rank = static_cast<int64_t>(first.size()) + (new_axis ? 1 : 0);
   const int64_t a = axis < 0 ? axis + rank : axis;
   if (a < 0 || a >= rank || (!new_axis && first.empty()))
-    fail(n.where() + ": axis " + std::to_string(axis) + " is out of range for " + parts[0].describe());
+    fail(where + ": axis " + std::to_string(axis) + " is out of range for " + parts[0].describe());
   std::vector<Tensor> views;  // each part with the join axis present
   int64_t total = 0;
   for (const Tensor& p : parts) {
@@ -106,7 +106,7 @@ Tensor join(const std::vector<Tensor>& parts, int64_t axis, bool new_axis, const
     for (size_t d = 0; same && d < s.size(); ++d)
       if (static_cast<int64_t>(d) != a && s[d] != want[d]) same = false;
     if (!same || p.dtype() != parts[0].dtype())
-      fail(n.where() + ": cannot join " + p.describe() + " with " + parts[0].describe() + " along axis " + std::to_string(axis));
+      fail(where + ": cannot join " + p.describe() + " with " + parts[0].describe() + " along axis " + std::to_string(axis));
     total += s[static_cast<size_t>(a)];
     views.push_back(p.reshaped(s));
   }

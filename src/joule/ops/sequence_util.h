@@ -28,7 +28,7 @@ void require_numeric(const ir::Node& n, DType t);
 // x[..., start:start + len, ...] along `axis` (a copy).
 Tensor slice_axis(const Tensor& x, int64_t axis, int64_t start, int64_t len);
 // The tensors joined along `axis` (every other dim equal); with `new_axis`, stacked along a new
-// axis `axis` of the result instead.
-Tensor join(const std::vector<Tensor>& parts, int64_t axis, bool new_axis, const ir::Node& n);
+// axis `axis` of the result instead. `where` names the caller in errors.
+Tensor join(const std::vector<Tensor>& parts, int64_t axis, bool new_axis, const std::string& where);
 
 }  // namespace joule::ops::seq

@@ -1,8 +1,8 @@
 #include "joule/ops/subgraph_util.h"
 
-#include <cstring>
 #include <unordered_map>
 
+#include "joule/ops/sequence_util.h"
 #include "joule/ops/util.h"
 
 namespace joule::ops::subgraph {
@@ -51,48 +51,18 @@ ir::TensorType output_type(const ir::Graph& body, size_t i) {
   return t ? *t : ir::TensorType{};
 }
 
-namespace {
-// Elements before the axis, the axis, and the bytes after it.
-struct Split {
-  int64_t outer = 1, n = 1, inner_bytes = 1;
-};
-Split split(const Shape& s, int64_t axis, size_t elem) {
-  Split r;
-  for (int64_t d = 0; d < axis; ++d) r.outer *= s[static_cast<size_t>(d)];
-  r.n = s[static_cast<size_t>(axis)];
-  r.inner_bytes = static_cast<int64_t>(elem);
-  for (size_t d = static_cast<size_t>(axis) + 1; d < s.size(); ++d) r.inner_bytes *= s[d];
-  return r;
-}
-}  // namespace
-
 Tensor take(const Tensor& x, int64_t axis, int64_t i) {
-  const Split p = split(x.shape(), axis, dtype_size(x.dtype()));
   Shape out = x.shape();
   out.erase(out.begin() + axis);
-  Tensor r(x.dtype(), out);
-  const auto* src = static_cast<const std::byte*>(x.raw());
-  auto* dst = static_cast<std::byte*>(r.raw());
-  for (int64_t o = 0; o < p.outer; ++o)
-    std::memcpy(dst + o * p.inner_bytes, src + (o * p.n + i) * p.inner_bytes, static_cast<size_t>(p.inner_bytes));
-  return r;
+  return seq::slice_axis(x, axis, i, 1).reshaped(out);
 }
 
 Tensor stack(const std::vector<Tensor>& parts, int64_t axis, const Shape& empty_shape, DType empty_dtype) {
   if (parts.empty()) return Tensor(empty_dtype, empty_shape);
-  Shape out = parts[0].shape();
-  out.insert(out.begin() + axis, static_cast<int64_t>(parts.size()));
-  Tensor r(parts[0].dtype(), out);
-  const Split p = split(out, axis, dtype_size(r.dtype()));
-  auto* dst = static_cast<std::byte*>(r.raw());
-  for (size_t j = 0; j < parts.size(); ++j) {
-    if (parts[j].shape() != parts[0].shape() || parts[j].dtype() != parts[0].dtype())
-      fail("stacking " + parts[j].describe() + " with " + parts[0].describe() + ": every iteration must give one shape");
-    const auto* src = static_cast<const std::byte*>(parts[j].raw());
-    for (int64_t o = 0; o < p.outer; ++o)
-      std::memcpy(dst + (o * p.n + static_cast<int64_t>(j)) * p.inner_bytes, src + o * p.inner_bytes, static_cast<size_t>(p.inner_bytes));
-  }
-  return r;
+  for (const Tensor& p : parts)
+    if (p.shape() != parts[0].shape() || p.dtype() != parts[0].dtype())
+      fail("stacking " + p.describe() + " with " + parts[0].describe() + ": every iteration must give one shape");
+  return seq::join(parts, axis, true, "stacking iterations");
 }
 
 }  // namespace joule::ops::subgraph

@@ -104,7 +104,7 @@ class RoiAlignKernel final : public Kernel {
         float* out = y + r * C * bins;
         const float scale = p_.max_mode ? 1.f : g.inv_count;
         for (int64_t c = 0; c < C; ++c)
-          for (int64_t b = 0; b < bins; ++b) out[c * bins + b] = p_.max_mode ? acc[static_cast<size_t>(b * C + c)] : acc[static_cast<size_t>(b * C + c)] * scale;
+          for (int64_t b = 0; b < bins; ++b) out[c * bins + b] = acc[static_cast<size_t>(b * C + c)] * scale;
       }
     });
   }
