@@ -8,6 +8,7 @@
 
 #include "joule/core/error.h"
 #include "joule/core/file_util.h"
+#include "joule/cuda/backend.h"
 #include "joule/ir/printer.h"
 #include "joule/passes/check_support.h"
 #include "joule/passes/infer_shapes.h"
@@ -22,6 +23,7 @@ nlohmann::json info(const Model& model, const InfoOptions& o) {
   runtime::SessionOptions so;
   so.threads = o.threads;
   so.algo = o.algo.spec();
+  so.device = cuda::parse_device_syntax(o.device);  // (the passes' layouts; prepare() opens the GPU)
   check_precision(o.precision);
   precision_algorithms(o.precision, so.algo);  // its layouts follow the bf16 choice too
   nlohmann::json pipeline;
@@ -33,6 +35,8 @@ nlohmann::json info(const Model& model, const InfoOptions& o) {
     po.threads = o.threads;
     po.passes = after;
     po.algo = o.algo;
+    po.device = o.device;
+    po.gpu_math = o.gpu_math;
     po.precision = o.precision;
     po.bf16_min_sqnr_db = o.bf16_min_sqnr_db;
     const Prepared p = prepare(model.with_input_shapes(o.input_shapes), po);

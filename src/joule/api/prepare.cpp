@@ -1,5 +1,7 @@
 #include "joule/api/prepare.h"
 
+#include "joule/cuda/backend.h"
+
 #include <cstdlib>
 
 #include "joule/core/error.h"
@@ -49,7 +51,7 @@ nlohmann::json apply_passes(ir::Graph& g, const std::string& passes, const std::
   apply_int8_mode(int8, names, so.algo);
   passes::PassOptions opt;
   opt.channels_last_conv = [&so](const ir::Graph& graph, const ir::Node& n) {
-    return so.algo.wants_channels_last(graph, n, so.threads);
+    return so.device < 0 && so.algo.wants_channels_last(graph, n, so.threads);  // cuDNN runs N,C,H,W
   };
   if (const char* v = std::getenv("JOULE_VERIFY_PASSES")) opt.verify = std::string(v) == "1";
   return passes::run_pipeline(g, names, opt);
@@ -92,6 +94,8 @@ Prepared prepare(ir::Graph g, const PrepareOptions& o) {
   so.threads = o.threads;
   so.algo = o.algo.spec();
   so.release_packed_constants = o.release_packed;
+  so.device = cuda::parse_device(o.device);
+  so.gpu_math = o.gpu_math;
   int8_algorithms(o.int8, so.algo);  // apply_passes lowers the QDQ patterns
   precision_algorithms(o.precision, so.algo);
   Prepared p;
@@ -126,15 +130,28 @@ nlohmann::json plan_json(const runtime::Session& s) {
                         {"output", t ? t->str() : "?"}};
     if (sw.contains("algorithm_detail")) e["detail"] = sw["algorithm_detail"];
     if (sw.contains("algorithm_ms")) e["measured_ms"] = sw["algorithm_ms"];
+    if (s.device() >= 0) {
+      e["device"] = n.meta.value("device", std::string("cpu"));
+      if (n.meta.contains("device_reason")) e["device_reason"] = n.meta["device_reason"];
+    }
     ++count[e["algorithm"].get<std::string>()];
     steps.push_back(e);
   }
   const runtime::MemoryPlan& mp = s.memory_plan();
-  return {{"threads", s.threads()},
-          {"steps", steps},
-          {"algorithms", count},
-          {"memory",
-           {{"arena_bytes", mp.arena_bytes}, {"naive_bytes", mp.naive_bytes}, {"planned_buffers", mp.planned_buffers}}}};
+  nlohmann::json j = {{"threads", s.threads()},
+                      {"steps", steps},
+                      {"algorithms", count},
+                      {"memory",
+                       {{"arena_bytes", mp.arena_bytes}, {"naive_bytes", mp.naive_bytes}, {"planned_buffers", mp.planned_buffers}}}};
+  if (s.device() >= 0) {
+    const runtime::MemoryPlan& dp = s.device_memory_plan();
+    j["device"] = cuda::device_name(s.device());
+    j["gpu_nodes"] = s.gpu_nodes();
+    j["copy_nodes"] = s.copy_nodes();
+    j["device_memory"] = {{"arena_bytes", dp.arena_bytes}, {"naive_bytes", dp.naive_bytes}, {"planned_buffers", dp.planned_buffers}};
+    j["cuda_graphs"] = s.cuda_graph_report();
+  }
+  return j;
 }
 
 }  // namespace joule::api

@@ -1,5 +1,7 @@
 #include "joule/api/profile.h"
 
+#include "joule/cuda/backend.h"
+
 #include <fmt/format.h>
 
 #include "joule/api/opdb.h"
@@ -39,6 +41,8 @@ ProfileReport profile(const Model& m, const ProfileOptions& o, const Hooks& hook
   opt.layer_energy = o.layer_energy;
   opt.passes = passes::parse_pipeline(o.passes);
   opt.algo = o.algo.spec();
+  opt.device = cuda::parse_device(o.device);
+  opt.gpu_math = o.gpu_math;
   apply_int8_mode(o.int8, opt.passes, opt.algo);
   ProfileReport r;
   if (o.precision == "bf16" && o.bf16_min_sqnr_db > 0) {  // the ladder, once, at the given shapes

@@ -20,12 +20,18 @@ void print_plan(const nlohmann::json& p) {
   for (auto& e : p["steps"]) {
     std::string extra = e["output"].get<std::string>();
     if (e.contains("detail")) extra += "  " + e["detail"].get<std::string>();
+    if (e.contains("device")) extra += "  [" + e["device"].get<std::string>() + (e.contains("device_reason") ? ": " + e["device_reason"].get<std::string>() : "") + "]";
     fmt::print("{:>4}  {:<40} {:<18} {:<13} {:<22} {}\n", e["step"].get<size_t>(), e["node"].get<std::string>(),
                e["op"].get<std::string>(), e["algorithm"].get<std::string>(), e["source"].get<std::string>(), extra);
   }
   std::string summary;
   for (auto& [k, v] : p["algorithms"].items()) summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", v.get<int>(), k);
   fmt::print("algorithms: {}\n", summary);
+  if (p.contains("device"))
+    fmt::print("device: {} nodes on {}, {} on the CPU, {} copies between them (GPU arena {})\n", p["gpu_nodes"].get<int>(),
+               p["device"].get<std::string>(),
+               static_cast<int>(p["steps"].size()) - p["gpu_nodes"].get<int>() - p["copy_nodes"].get<int>(), p["copy_nodes"].get<int>(),
+               human_bytes(p["device_memory"]["arena_bytes"].get<double>()));
   const auto& m = p["memory"];
   fmt::print("activation memory: arena {} for {} planned buffers (each buffer separate: {})\n",
              human_bytes(m["arena_bytes"].get<double>()), m["planned_buffers"].get<size_t>(),
@@ -85,6 +91,7 @@ Action add_info(CLI::App& app) {
   app.add_option("--threads", a->opt.threads, "threads the plan is made for (--plan; default: all cores)")
       ->check(CLI::NonNegativeNumber);
   add_algo_options(app, a->opt.algo);
+  add_device_options(app, a->opt.device, a->opt.gpu_math);
   add_precision_options(app, a->opt.precision, a->opt.bf16_min_sqnr_db);
   return [a] {
     a->opt.input_shapes = a->shapes.parse();

@@ -56,6 +56,7 @@ Action add_profile(CLI::App& app) {
   add_int8_option(app, o.int8);
   add_precision_options(app, o.precision, o.bf16_min_sqnr_db);
   add_algo_options(app, o.algo);
+  add_device_options(app, o.device, o.gpu_math);
   app.add_option("--algo-sweep", o.algo_sweep,
                  "profile one point per --algo value, e.g. \"conv=winograd;conv=onednn;auto\" (';'-separated)")
       ->delimiter(';');

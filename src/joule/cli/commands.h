@@ -29,5 +29,6 @@ Action add_report(CLI::App& app);
 Action add_serve(CLI::App& app);
 Action add_prune(CLI::App& app);
 Action add_search(CLI::App& app);
+Action add_devices(CLI::App& app);
 
 }  // namespace joule::cli

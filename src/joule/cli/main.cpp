@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
     CLI::App* sub = app.add_subcommand(name, desc);
     actions[sub] = fn(*sub);
   };
+  add("devices", "List the CPU and the GPUs joule can run on (--device), and whether CUDA is built in", joule::cli::add_devices);
   add("info", "Summarise a model: inputs/outputs, op histogram, parameters, MACs/FLOPs per node", joule::cli::add_info);
   add("run", "Run a model on inputs (.npy or TensorProto .pb) and write its outputs as .npy", joule::cli::add_run);
   add("bench", "Time whole-model latency: warm-up, repeated runs, median/mean/std/percentiles", joule::cli::add_bench);

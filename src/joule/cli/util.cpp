@@ -73,8 +73,19 @@ void add_threads_option(CLI::App& app, int& threads) {
       ->capture_default_str();
 }
 
+void add_device_options(CLI::App& app, std::string& device, std::string& gpu_math) {
+  app.add_option("--device", device,
+                 "cpu, cuda or cuda:N: nodes a GPU kernel runs go to that GPU, the rest stay on the CPU with explicit "
+                 "copies (joule devices lists the GPUs)")
+      ->capture_default_str();
+  app.add_option("--gpu-math", gpu_math, "GPU Conv/MatMul/Gemm arithmetic: fp32 (no tensor cores) or tf32")
+      ->check(CLI::IsMember({"fp32", "tf32"}))
+      ->capture_default_str();
+}
+
 void add_prepare_options(CLI::App& app, api::PrepareOptions& o, const std::string& passes_help) {
   add_threads_option(app, o.threads);
+  add_device_options(app, o.device, o.gpu_math);
   app.add_option("--passes", o.passes, passes_help)->capture_default_str();
   add_int8_option(app, o.int8);
   add_precision_options(app, o.precision, o.bf16_min_sqnr_db);

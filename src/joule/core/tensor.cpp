@@ -95,7 +95,7 @@ const std::vector<Tensor>& Tensor::items() const {
 }
 
 void Tensor::check_type(DType t) const {
-  if (t != dtype_ || kind_ != ValueKind::Tensor)
+  if (t != dtype_ || kind_ != ValueKind::Tensor || device_ >= 0)
     fail_internal(std::string("tensor access as ") + dtype_name(t) + " but the value is " + describe());
 }
 
@@ -114,6 +114,7 @@ Tensor Tensor::view(size_t byte_offset, DType dtype, Shape shape) const {
   t.shape_ = std::move(shape);
   JOULE_CHECK(byte_offset + t.nbytes() <= nbytes(), "Tensor::view: out of range");
   t.storage_ = std::shared_ptr<std::byte[]>(storage_, storage_.get() + byte_offset);
+  t.device_ = device_;
   return t;
 }
 
@@ -128,8 +129,19 @@ Tensor Tensor::wrap(DType dtype, Shape shape, std::shared_ptr<std::byte[]> data)
   return t;
 }
 
+Tensor Tensor::wrap_device(DType dtype, Shape shape, std::shared_ptr<std::byte[]> data, int device) {
+  JOULE_CHECK(dtype != DType::String && device >= 0, "Tensor::wrap_device: a numeric tensor on a GPU");
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.storage_ = std::move(data);
+  t.device_ = device;
+  return t;
+}
+
 Tensor Tensor::clone() const {
   if (!defined()) return {};
+  JOULE_CHECK(on_host(), "Tensor::clone of " + describe() + " (GPU tensors are copied by the CUDA backend)");
   if (!is_tensor()) return *this;  // items are immutable: sharing them is a deep copy
   Tensor t(dtype_, shape_);
   if (dtype_ == DType::String)
@@ -231,7 +243,7 @@ Tensor cast_strings(const Tensor& x, DType to) {
 }  // namespace
 
 Tensor Tensor::cast(DType to) const {
-  JOULE_CHECK(is_tensor(), "cannot cast " + describe());
+  JOULE_CHECK(is_tensor() && on_host(), "cannot cast " + describe());
   if (to == DType::String || dtype_ == DType::String) return cast_strings(*this, to);
   Tensor out(to, shape_);
   const int64_t n = numel();
@@ -248,7 +260,8 @@ Tensor Tensor::cast(DType to) const {
 }
 
 std::string Tensor::describe() const {
-  if (kind_ == ValueKind::Tensor) return std::string(dtype_name(dtype_)) + shape_str(shape_);
+  if (kind_ == ValueKind::Tensor)
+    return std::string(dtype_name(dtype_)) + shape_str(shape_) + (device_ >= 0 ? "@cuda:" + std::to_string(device_) : "");
   std::string r = kind_ == ValueKind::Sequence ? "seq(" : "optional(";
   if (kind_ == ValueKind::Optional && items().empty()) return r + dtype_name(dtype_) + ", empty)";
   if (kind_ == ValueKind::Sequence)

@@ -51,6 +51,12 @@ class Tensor {
   // bytes, row-major, aligned to the element, and stays alive while any copy of the tensor
   // does (its deleter runs when the last one goes). No copy is made.
   static Tensor wrap(DType dtype, Shape shape, std::shared_ptr<std::byte[]> data);
+  // A tensor in the memory of GPU `device` (CUDA ordinal): the buffer's deleter frees it there.
+  // Its shape and dtype are host metadata; data<T>() refuses it (only GPU kernels read it).
+  static Tensor wrap_device(DType dtype, Shape shape, std::shared_ptr<std::byte[]> data, int device);
+  // -1: host memory; else the CUDA ordinal of the GPU holding the buffer.
+  int device() const { return device_; }
+  bool on_host() const { return device_ < 0; }
 
   // A sequence of tensors of element type `elem` (all items must have it).
   static Tensor sequence(DType elem, std::vector<Tensor> items);
@@ -104,6 +110,7 @@ class Tensor {
   DType dtype_ = DType::Undefined;
   ValueKind kind_ = ValueKind::Tensor;
   Shape shape_;
+  int device_ = -1;
   std::shared_ptr<std::byte[]> storage_;
   std::shared_ptr<const std::vector<Tensor>> items_;  // sequence / optional only
 };

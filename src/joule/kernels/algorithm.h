@@ -22,6 +22,7 @@ struct NodeView {
   std::vector<const Tensor*> constants;         // nullptr where the input is not a constant
   int threads = 1;
   int64_t opset = 0;  // of the node's domain
+  int device = -1;    // -1: the CPU; N: the node is placed on GPU N (CUDA algorithms only)
 
   bool has(size_t i) const { return i < in_types.size() && in_types[i] != nullptr; }
   // Static shape of input i; false when absent or not fully static.
@@ -55,14 +56,18 @@ struct Algorithm {
   // Chosen when a rule names it, or by guess/auto only where no other algorithm supports the
   // node (rather than the reference kernel): e.g. the emulated int8 kernels.
   bool on_request_only = false;
+  const char* device = "cpu";  // "cpu" or "cuda": the nodes it runs are placed there
+  bool on_gpu() const { return device[0] == 'c' && device[1] == 'u'; }
 };
 
 // The op class of a node ("conv" for Conv and joule's FusedConv, ...), "" when no fast
 // algorithm exists for its op.
 std::string op_class_of(const ir::Node& n);
-// Algorithms for an op class, in registry order.
-std::vector<const Algorithm*> algorithms_for(const std::string& op_class);
+// The CPU's (or, gpu true, the CUDA backend's) algorithms for an op class, in registry order.
+std::vector<const Algorithm*> algorithms_for(const std::string& op_class, bool gpu = false);
+// Every algorithm of both devices.
 const std::vector<const Algorithm*>& all_algorithms();
-const Algorithm* find_algorithm(const std::string& op_class, const std::string& name);
+const Algorithm* find_algorithm(const std::string& op_class, const std::string& name);  // either device
+const Algorithm* find_algorithm(const std::string& op_class, const std::string& name, bool gpu);
 
 }  // namespace joule::kernels

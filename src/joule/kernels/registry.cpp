@@ -1,5 +1,6 @@
 // The explicit table of algorithms (no static registration, which a linker may drop).
 #include "joule/kernels/algorithm.h"
+#include "joule/cuda/backend.h"
 #include "joule/kernels/eltwise/eltwise.h"
 
 namespace joule::kernels {
@@ -41,11 +42,15 @@ extern const Algorithm kConvTransposeGemm;
 bool is_recurrent(const ir::Node& n);  // kernels/recurrent/recurrent.cpp
 
 const std::vector<const Algorithm*>& all_algorithms() {
-  static const std::vector<const Algorithm*> all = {&kConvDirect, &kConvIm2colGemm, &kConvImplicitGemm, &kConvFft, &kConvWinograd, &kConvWinogradF2, &kConvOnednn, &kConvOnednnBf16,
+  static const std::vector<const Algorithm*> all = [] {
+    std::vector<const Algorithm*> r = {&kConvDirect, &kConvIm2colGemm, &kConvImplicitGemm, &kConvFft, &kConvWinograd, &kConvWinogradF2, &kConvOnednn, &kConvOnednnBf16,
                                                      &kGemmOnednnPacked, &kGemmOnednn, &kGemmBlas, &kGemmOnednnBf16, &kMatMulOnednnPacked, &kMatMulOnednn, &kMatMulBlas, &kMatMulOnednnBf16,
                                                      &kQConvOnednnInt8, &kQMatMulOnednnInt8, &kQConvEmulated, &kQMatMulEmulated, &kConvGradDataOnednn,
                                                      &kConvGradWeightOnednn, &kUnarySimd, &kBinarySimd, &kPoolSimd, &kTransposeTiled, &kConcatCopy, &kSliceCopy,
                                                      &kSoftmaxSimd, &kLayerNormSimd, &kBatchNormSimd, &kRecurrentFused, &kRoiAlignChannels, &kConvTransposeGemm};
+    for (const Algorithm* a : cuda::algorithms()) r.push_back(a);
+    return r;
+  }();
   return all;
 }
 
@@ -72,10 +77,10 @@ std::string op_class_of(const ir::Node& n) {
   return "";
 }
 
-std::vector<const Algorithm*> algorithms_for(const std::string& op_class) {
+std::vector<const Algorithm*> algorithms_for(const std::string& op_class, bool gpu) {
   std::vector<const Algorithm*> r;
   for (const Algorithm* a : all_algorithms())
-    if (op_class == a->op_class) r.push_back(a);
+    if (op_class == a->op_class && a->on_gpu() == gpu) r.push_back(a);
   return r;
 }
 
@@ -85,8 +90,16 @@ const Algorithm* find_algorithm(const std::string& op_class, const std::string& 
   return nullptr;
 }
 
+const Algorithm* find_algorithm(const std::string& op_class, const std::string& name, bool gpu) {
+  for (const Algorithm* a : all_algorithms())
+    if (op_class == a->op_class && name == a->name && a->on_gpu() == gpu) return a;
+  return nullptr;
+}
+
 NodeView view_of(const ir::Graph& g, const ir::Node& n, int threads) {
   NodeView v{n, {}, {}, {}, threads, g.opset(n.domain)};
+  if (n.meta.contains("device") && n.meta["device"].is_string())
+    v.device = cuda::parse_device_syntax(n.meta["device"].get<std::string>());
   for (const std::string& in : n.inputs) {
     v.in_types.push_back(in.empty() ? nullptr : g.type_of(in));
     auto it = in.empty() ? g.initializers.end() : g.initializers.find(in);

@@ -13,6 +13,7 @@
 #include "joule/core/cpu_features.h"
 #include "joule/core/error.h"
 #include "joule/core/thread_pool.h"
+#include "joule/cuda/backend.h"
 #include "joule/kernels/conv/conv_node.h"
 
 namespace joule::kernels {
@@ -152,8 +153,12 @@ std::string tuning_key(const NodeView& v) {
   j["op"] = (n.domain.empty() ? "" : n.domain + ".") + n.op_type;
   for (size_t i = 0; i < v.in_types.size(); ++i) j["in"].push_back(v.in_types[i] ? v.in_types[i]->str() : "");
   for (auto& [k, a] : n.attrs) j["attrs"][k] = ir::attribute_str(a);
-  j["threads"] = v.threads;
-  j["cpu"] = cpu_features().model + " [" + cpu_features().isa + "]";
+  if (v.device >= 0) {
+    j["gpu"] = cuda::gpu_model(v.device);
+  } else {
+    j["threads"] = v.threads;
+    j["cpu"] = cpu_features().model + " [" + cpu_features().isa + "]";
+  }
   j["joule"] = JOULE_VERSION;
   return j.dump();
 }
@@ -231,7 +236,8 @@ Selection Selector::measure(const NodeView& v, const std::vector<const Algorithm
   std::map<std::string, double> times;
   for (const Algorithm* a : candidates) {
     std::unique_ptr<Kernel> k = a->prepare(v);
-    const double ms = time_kernel(*k, v, inputs, pool_);
+    const double ms = v.device >= 0 ? cuda::time_kernel(*k, v, inputs, cuda::support(v).host_input, v.device)
+                                    : time_kernel(*k, v, inputs, pool_);
     times[a->name] = ms;
     if (ms < best_ms) {
       best_ms = ms;
@@ -262,11 +268,12 @@ Selection Selector::choose_by_policy(const std::string& policy, const NodeView& 
 }
 
 Selection Selector::select(const NodeView& v) {
-  const std::string cls = op_class_of(v.node);
+  const bool gpu = v.device >= 0;  // placed on a GPU: only its algorithms (runtime/placement.h)
+  const std::string cls = gpu ? cuda::op_class(v.node) : op_class_of(v.node);
   if (cls.empty()) return Selection{nullptr, nullptr, "no fast algorithm", {}};
   std::vector<const Algorithm*> supported;
   std::string reasons;
-  for (const Algorithm* a : algorithms_for(cls)) {
+  for (const Algorithm* a : algorithms_for(cls, gpu)) {
     const std::string r = a->supports(v);
     if (r.empty())
       supported.push_back(a);
@@ -281,18 +288,26 @@ Selection Selector::select(const NodeView& v) {
   const std::vector<std::string>* rule = spec_.rule_for(v.node, cls);
   const bool wants_reference = rule ? std::find(rule->begin(), rule->end(), "reference") != rule->end()
                                     : spec_.policy == "reference";
+  if (gpu && supported.empty()) fail_internal(v.node.where() + ": placed on the GPU but no CUDA algorithm runs it (" + reasons + ")");
   if (supported.empty() && dynamic && !wants_reference)
     return Selection{&kByShape, make_by_shape_kernel(v, spec_), "by shape at run time", {}};
   std::vector<const Algorithm*> rankable;  // what the policies choose among
   for (const Algorithm* a : supported)
     if (spec_.ranks(*a)) rankable.push_back(a);
   if (rankable.empty()) rankable = supported;  // an on-request algorithm beats the reference kernel
-  if (!rule) return choose_by_policy(spec_.policy, v, rankable);
+  if (!rule) return choose_by_policy(gpu && spec_.policy == "reference" ? "guess" : spec_.policy, v, rankable);
   std::string refused;
   for (const std::string& name : *rule) {
-    if (is_policy(name)) return choose_by_policy(name, v, rankable);
-    const Algorithm* a = find_algorithm(cls, name);
-    if (!a) continue;
+    if (is_policy(name)) {
+      if (gpu && name == "reference") continue;  // the reference kernels run on the CPU only
+      return choose_by_policy(name, v, rankable);
+    }
+    const Algorithm* a = find_algorithm(cls, name, gpu);
+    if (!a) {
+      if (find_algorithm(cls, name))
+        refused += std::string(refused.empty() ? "" : "; ") + name + ": runs on the " + (gpu ? "CPU" : "GPU") + " only";
+      continue;
+    }
     const std::string r = a->supports(v);
     if (r.empty()) return Selection{a, a->prepare(v), rule->size() == 1 ? "forced" : "preference", {}};
     refused += std::string(refused.empty() ? "" : "; ") + name + ": " + r;

@@ -52,9 +52,7 @@ class ReplayObserver : public runtime::Observer {
     auto t0 = Clock::now();
     int it = 0;
     do {
-      ops::KernelContext k{n, s_.graph().opset(n.domain), inputs, {}, &s_.pool()};
-      k.outputs.resize(n.outputs.size());
-      def->run(k);
+      s_.replay_step(step, inputs);  // the kernel the plan chose, on the node's device
       ++it;
     } while (std::chrono::duration<double>(Clock::now() - t0).count() < window);
     energy::Reading r = m_.stop();
@@ -126,7 +124,7 @@ ir::Graph prepared(const ir::Graph& graph, const ProfileOptions& opt) {
   }
   passes::PassOptions po;
   po.channels_last_conv = [&opt](const ir::Graph& graph, const ir::Node& n) {
-    return opt.algo.wants_channels_last(graph, n, opt.threads);
+    return opt.device < 0 && opt.algo.wants_channels_last(graph, n, opt.threads);  // cuDNN runs N,C,H,W
   };
   if (!opt.passes.empty()) passes::run_pipeline(g, opt.passes, po);
   return g;
@@ -138,6 +136,8 @@ ProfileResult profile_model(const ir::Graph& graph, const ProfileOptions& opt, c
   so.threads = opt.threads;
   so.input_shapes = opt.input_shapes;
   so.algo = opt.algo;
+  so.device = opt.device;
+  so.gpu_math = opt.gpu_math;
   runtime::Session session(prepared(graph, opt), so);
   runtime::TensorMap random;
   if (!given) random = runtime::random_inputs(session, opt.seed);
@@ -197,8 +197,9 @@ ProfileResult profile_model(const ir::Graph& graph, const ProfileOptions& opt, c
     t1 = Clock::now();
     session.clear_observers();
     r.instrumented_samples_ms.push_back(ms_since(t0, t1));
+    const std::vector<double>& gpu_ms = session.device_step_ms();  // CUDA events of GPU steps
     for (size_t s = 0; s < steps; ++s) {
-      layer_ms[s].push_back(ms_since(timer.start_[s], timer.end_[s]));
+      layer_ms[s].push_back(s < gpu_ms.size() && gpu_ms[s] >= 0 ? gpu_ms[s] : ms_since(timer.start_[s], timer.end_[s]));
       last_start_us[s] = ms_since(t0, timer.start_[s]) * 1e3;
       last_dur_us[s] = layer_ms[s].back() * 1e3;
     }
@@ -227,9 +228,10 @@ ProfileResult profile_model(const ir::Graph& graph, const ProfileOptions& opt, c
     r.layer_sum_ms += L.ms.median;
     r.total_flops += L.flops;
     r.total_bytes += L.bytes;
+    L.on_gpu = n.meta.value("device", std::string("cpu")) != "cpu";
     if (L.has_cost && L.ms.median > 0) {
       L.gflops = L.flops / (L.ms.median * 1e-3) / 1e9;
-      L.pct_peak = r.peak_gflops > 0 ? 100.0 * L.gflops / r.peak_gflops : 0;
+      L.pct_peak = r.peak_gflops > 0 && !L.on_gpu ? 100.0 * L.gflops / r.peak_gflops : 0;
     }
     r.layers.push_back(std::move(L));
   }
@@ -349,6 +351,8 @@ PointKey point_key(const ir::Graph& graph, const ProfileOptions& opt) {
   so.threads = opt.threads;
   so.input_shapes = opt.input_shapes;
   so.algo = opt.algo;
+  so.device = opt.device;
+  so.gpu_math = opt.gpu_math;
   runtime::Session session(graph, so);
   ProfileResult r;
   describe_input(session, r);
@@ -370,7 +374,7 @@ nlohmann::json to_json(const ProfileResult& r) {
       j["flops"] = L.flops;
       j["bytes"] = L.bytes;
       j["gflops"] = L.gflops;
-      j["pct_peak"] = L.pct_peak;
+      j["pct_peak"] = L.on_gpu ? nlohmann::json(nullptr) : nlohmann::json(L.pct_peak);  // of the CPU's peak
     } else {
       j["flops"] = nullptr;
       j["bytes"] = nullptr;
@@ -470,7 +474,7 @@ std::vector<std::vector<std::string>> layers_csv_rows(const ProfileResult& r) {
                     std::to_string(++rank), L.name, L.op, L.algorithm, join(L.inputs, " "), join(L.outputs, " "),
                     L.has_cost ? num(L.flops, 12) : "", L.has_cost ? num(L.bytes, 12) : "", num(L.ms.median),
                     num(L.ms.mean), num(L.ms.std), num(L.pct, 4), num(L.cum_pct, 4),
-                    L.has_cost ? num(L.gflops, 4) : "", L.has_cost ? num(L.pct_peak, 4) : "",
+                    L.has_cost ? num(L.gflops, 4) : "", L.has_cost && !L.on_gpu ? num(L.pct_peak, 4) : "",
                     L.energy_j ? num(*L.energy_j) : "", L.energy_j ? r.energy->source : ""});
   return rows;
 }
@@ -563,7 +567,7 @@ std::string format_report(const ProfileResult& r, size_t top) {
                      trunc(L.outputs.empty() ? "" : L.outputs[0], 22), L.has_cost ? num(L.flops, 4) : "?",
                      L.has_cost ? num(L.bytes, 4) : "?", L.ms.median, L.pct, L.cum_pct,
                      L.has_cost ? fmt::format("{:.2f}", L.gflops) : "?",
-                     L.has_cost ? fmt::format("{:.1f}", L.pct_peak) : "?",
+                     L.on_gpu ? "gpu" : L.has_cost ? fmt::format("{:.1f}", L.pct_peak) : "?",
                      en && L.energy_j ? fmt::format("  {:>10.4f}", *L.energy_j * 1e3) : "",
                      L.ms.noisy ? "  [noisy]" : "");
   }

@@ -39,6 +39,8 @@ struct ProfileOptions {
   // never pins a batch size or input size the sweep then changes). Empty: none.
   std::vector<std::string> passes;
   kernels::AlgoSpec algo;          // algorithm per node (default: guess)
+  int device = -1;                 // -1 CPU; N: CUDA GPU N (runtime::SessionOptions::device)
+  std::string gpu_math = "fp32";   // fp32 | tf32 on the GPU
   std::string algo_label;          // the --algo value a sweep point used; names the point's
                                    // algorithm column instead of the per-node summary
   uint32_t seed = 0;
@@ -56,6 +58,7 @@ struct LayerResult {
   double pct = 0, cum_pct = 0;  // of the sum of per-layer medians
   double gflops = 0, pct_peak = 0;
   std::optional<double> energy_j;  // per call
+  bool on_gpu = false;             // ran on a GPU (timed by CUDA events; no CPU peak share)
   int energy_iterations = 0;       // replay iterations under the sensor (0: modelled)
 };
 

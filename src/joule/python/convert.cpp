@@ -146,6 +146,8 @@ void Kwargs::prepare(api::PrepareOptions& o) {
   get("int8", o.int8);
   get("precision", o.precision);
   get("bf16_min_sqnr", o.bf16_min_sqnr_db);
+  get("device", o.device);
+  get("gpu_math", o.gpu_math);
   strings("algo", o.algo.rules);
   get("algo_file", o.algo.file);
   get("tuning_cache", o.algo.tuning_cache);

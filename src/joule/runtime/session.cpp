@@ -3,11 +3,14 @@
 #include <malloc.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <unordered_map>
 
+#include "joule/cuda/backend.h"
 #include "joule/ops/op.h"
 #include "joule/passes/check_support.h"
 #include "joule/passes/infer_shapes.h"
+#include "joule/runtime/placement.h"
 
 namespace joule::runtime {
 
@@ -54,6 +57,20 @@ Session::Session(ir::Graph graph, SessionOptions options) : graph_(std::move(gra
   (void)heap_tuned;
   passes::require_supported(graph_, graph_.name.empty() ? "model" : graph_.name);
   passes::infer_shapes(graph_, options.input_shapes);
+  device_ = options.device;
+  if (device_ >= 0) {
+    cuda::parse_device(cuda::device_name(device_));  // refuses when no such GPU is usable
+    const std::string math = options.gpu_math;
+    PlacementReport r = place_on_device(graph_, device_, [&math](const kernels::NodeView& v) {
+      cuda::Support s = cuda::support(v);
+      return DeviceSupport{s.reason, s.host_input};
+    });
+    if (math != "fp32" && math != "tf32") fail("--gpu-math " + math + ": expected fp32 or tf32");
+    for (auto& n : graph_.nodes)
+      if (node_device(*n) >= 0) n->meta["gpu_math"] = math;
+    gpu_nodes_ = r.gpu_nodes;
+    copy_nodes_ = r.copies;
+  }
   pool_ = std::make_unique<ThreadPool>(options.threads > 0 ? options.threads : ThreadPool::default_threads());
 
   auto slot = [&](const std::string& v) {
@@ -75,7 +92,7 @@ Session::Session(ir::Graph graph, SessionOptions options) : graph_(std::move(gra
   for (auto& [name, t] : graph_.initializers) defined[name] = true;
   for (size_t idx : order) {
     const ir::Node& n = *graph_.nodes[idx];
-    Step st{idx, ops::find_op(n.domain, n.op_type), nullptr, {}, {}, {}};
+    Step st{idx, ops::find_op(n.domain, n.op_type), nullptr, {}, {}, {}, node_device(n), {}};
     for (auto& in : n.inputs) {
       if (in.empty()) {
         st.in_slots.push_back(-1);
@@ -107,8 +124,75 @@ Session::Session(ir::Graph graph, SessionOptions options) : graph_(std::move(gra
   for (int s : output_slots_) last[s] = -1;
   for (size_t s = 0; s < last.size(); ++s)
     if (last[s] >= 0 && !constant_slots_[s].defined()) steps_[last[s]].free_after.push_back(static_cast<int>(s));
+  slot_device_.assign(slot_of_.size(), -1);
+  for (const Step& st : steps_) {
+    const bool to_host = is_memcpy(*graph_.nodes[st.node]) && graph_.nodes[st.node]->op_type == "MemcpyToHost";
+    for (int s : st.out_slots)
+      if (s >= 0) slot_device_[static_cast<size_t>(s)] = to_host ? -1 : st.device;
+  }
   choose_kernels(options.algo, options.release_packed_constants);
   plan_activations(last);
+  const char* env = std::getenv("JOULE_CUDA_GRAPHS");  // 0: node by node (for A/B timings)
+  find_segments(options.cuda_graphs && !(env && std::string(env) == "0"));
+}
+
+void Session::find_segments(bool enabled) {
+  if (device_ < 0 || !enabled) return;
+  // A step can be replayed from a graph when it runs on the GPU, copies nothing between host
+  // and GPU, and every output it makes is a planned GPU buffer or a view of its input (fixed
+  // addresses from run to run).
+  auto replayable = [&](const Step& st) {
+    if (st.device < 0 || is_memcpy(*graph_.nodes[st.node]) || !st.kernel) return false;
+    for (size_t j = 0; j < st.out_slots.size(); ++j) {
+      const int s = st.out_slots[j];
+      if (s < 0) continue;
+      if (slot_device(s) < 0 || device_plan_.offset[static_cast<size_t>(s)] < 0) return false;
+    }
+    return true;
+  };
+  for (size_t i = 0; i < steps_.size();) {
+    if (!replayable(steps_[i])) {
+      ++i;
+      continue;
+    }
+    size_t e = i;
+    while (e < steps_.size() && replayable(steps_[e])) ++e;
+    if (e - i >= 2) {
+      Segment seg;
+      seg.begin = i;
+      seg.end = e;
+      segments_.push_back(std::move(seg));
+    }
+    i = e;
+  }
+}
+
+std::vector<std::string> Session::cuda_graph_report() const {
+  std::vector<std::string> r;
+  for (const Segment& g : segments_)
+    r.push_back("steps " + std::to_string(g.begin) + "-" + std::to_string(g.end - 1) + ": " +
+                (g.failed ? "run node by node (" + g.why + ")"
+                 : g.graph && g.graph->ready() ? "replayed as a CUDA graph"
+                                                : "captured at the second run"));
+  return r;
+}
+
+int Session::slot_device(int slot) const { return slot_device_[static_cast<size_t>(slot)]; }
+
+void Session::upload_constants(Step& st) {
+  // The constants a GPU node reads in GPU memory, copied there once (shared between nodes).
+  if (st.device < 0 || is_memcpy(*graph_.nodes[st.node])) return;
+  if (device_constants_.empty()) device_constants_.resize(slot_of_.size());
+  const cuda::Support sup = cuda::support(kernels::view_of(graph_, *graph_.nodes[st.node], 1));
+  st.device_constant.assign(st.in_slots.size(), false);
+  for (size_t j = 0; j < st.in_slots.size(); ++j) {
+    const int s = st.in_slots[j];
+    if (s < 0 || !constant_slots_[static_cast<size_t>(s)].defined()) continue;
+    if (j < sup.host_input.size() && sup.host_input[j]) continue;
+    Tensor& d = device_constants_[static_cast<size_t>(s)];
+    if (!d.defined()) d = cuda::upload(constant_slots_[static_cast<size_t>(s)], st.device);
+    st.device_constant[j] = true;
+  }
 }
 
 void Session::plan_activations(const std::vector<int>& last) {
@@ -137,15 +221,23 @@ void Session::plan_activations(const std::vector<int>& last) {
   // Inputs and constants are never planned; a view of one is not either.
   for (size_t s = 0; s < values.size(); ++s)
     if (values[s].def < 0) values[s].bytes = 0;
+  // Host and GPU values in arenas of their own.
+  std::vector<PlannedValue> on_gpu = values;
+  for (size_t s = 0; s < values.size(); ++s) (slot_device_[s] < 0 ? on_gpu[s] : values[s]).bytes = 0;
   plan_ = plan_memory(values);
   if (plan_.arena_bytes > 0) arena_ = Tensor(DType::UInt8, {static_cast<int64_t>(plan_.arena_bytes)});
+  if (device_ < 0) return;
+  device_plan_ = plan_memory(on_gpu, 256);
+  if (device_plan_.arena_bytes > 0)
+    device_arena_ = cuda::empty(DType::UInt8, {static_cast<int64_t>(device_plan_.arena_bytes)}, device_);
 }
 
 bool Session::in_arena(const Tensor& t) const {
-  if (!arena_.defined() || !t.defined()) return false;
+  const Tensor& arena = t.on_host() ? arena_ : device_arena_;
+  if (!arena.defined() || !t.defined()) return false;
   const auto* p = static_cast<const std::byte*>(t.raw());
-  const auto* base = static_cast<const std::byte*>(arena_.raw());
-  return p >= base && p < base + plan_.arena_bytes;
+  const auto* base = static_cast<const std::byte*>(arena.raw());
+  return p >= base && p < base + (t.on_host() ? plan_ : device_plan_).arena_bytes;
 }
 
 void Session::choose_kernels(const kernels::AlgoSpec& spec, bool release_packed) {
@@ -172,11 +264,13 @@ void Session::choose_kernels(const kernels::AlgoSpec& spec, bool release_packed)
     if (sel.kernel && !sel.kernel->detail().empty()) sw["algorithm_detail"] = sel.kernel->detail();
     if (!sel.measured_ms.empty()) sw["algorithm_ms"] = sel.measured_ms;
     st.kernel = std::move(sel.kernel);
+    upload_constants(st);
     if (!release_packed) continue;
     for (size_t j = 0; j < st.in_slots.size(); ++j) {
       const int s = st.in_slots[j];
       if (s < 0 || !constant_slots_[static_cast<size_t>(s)].defined()) continue;
-      if (!st.kernel || st.kernel->reads_input(j)) read[static_cast<size_t>(s)] = true;
+      const bool on_gpu = j < st.device_constant.size() && st.device_constant[j];  // reads its GPU copy
+      if (!on_gpu && (!st.kernel || st.kernel->reads_input(j))) read[static_cast<size_t>(s)] = true;
       if (--pending[static_cast<size_t>(s)] == 0 && !read[static_cast<size_t>(s)]) {
         untrimmed += constant_slots_[static_cast<size_t>(s)].nbytes();
         constant_slots_[static_cast<size_t>(s)] = Tensor();
@@ -196,6 +290,18 @@ void Session::choose_kernels(const kernels::AlgoSpec& spec, bool release_packed)
 }
 
 Session::~Session() = default;
+
+void Session::replay_step(size_t i, const std::vector<const Tensor*>& inputs) {
+  const Step& st = steps_.at(i);
+  const ir::Node& n = *graph_.nodes[st.node];
+  ops::KernelContext k{n, graph_.opset(n.domain), inputs, {}, pool_.get()};
+  k.outputs.resize(n.outputs.size());
+  if (st.kernel)
+    st.kernel->run(k);
+  else
+    st.def->run(k);
+  if (st.device >= 0) cuda::synchronize(st.device);
+}
 
 size_t Session::weight_bytes() const {
   size_t b = 0;
@@ -235,45 +341,111 @@ TensorMap Session::run(const TensorMap& inputs) {
     if (!slots[input_slots_[i]].defined()) fail("missing input '" + graph_.inputs[i] + "'");
 
   std::vector<const Tensor*> in_ptrs;
-  for (size_t si = 0; si < steps_.size(); ++si) {
+  std::unique_ptr<cuda::StepTimer> timer;
+  if (device_ >= 0 && !observers_.empty()) {
+    timer = std::make_unique<cuda::StepTimer>(device_);
+    timer->resize(steps_.size());
+  }
+  auto run_step = [&](size_t si) {
     const Step& st = steps_[si];
     const ir::Node& n = *graph_.nodes[st.node];
     in_ptrs.clear();
-    for (int s : st.in_slots) in_ptrs.push_back(s >= 0 ? &slots[s] : nullptr);
+    for (size_t j = 0; j < st.in_slots.size(); ++j) {
+      const int s = st.in_slots[j];
+      const bool dev = j < st.device_constant.size() && st.device_constant[j];
+      in_ptrs.push_back(s < 0 ? nullptr : dev ? &device_constants_[static_cast<size_t>(s)] : &slots[s]);
+    }
     for (auto* o : observers_) o->before_node(si, n, in_ptrs);
     ops::KernelContext k{n, graph_.opset(n.domain), in_ptrs, {}, pool_.get()};
     k.outputs.resize(n.outputs.size());
     for (size_t j = 0; j < st.out_slots.size(); ++j) {  // planned buffers for the kernel to fill
       const int s = st.out_slots[j];
-      if (s < 0 || plan_.offset[static_cast<size_t>(s)] < 0 || (j == 0 && st.def->view)) continue;
+      if (s < 0 || (j == 0 && st.def->view)) continue;
+      const bool dev = slot_device(s) >= 0;
+      const long long off = (dev ? device_plan_ : plan_).offset[static_cast<size_t>(s)];
+      if (off < 0) continue;
       const ir::TensorType& t = slot_type_[static_cast<size_t>(s)];
-      k.outputs[j] = arena_.view(static_cast<size_t>(plan_.offset[static_cast<size_t>(s)]), t.dtype, t.static_shape());
+      k.outputs[j] = (dev ? device_arena_ : arena_).view(static_cast<size_t>(off), t.dtype, t.static_shape());
     }
+    if (timer && st.device >= 0) timer->start(si);
     if (st.kernel)
       st.kernel->run(k);
     else
       st.def->run(k);
+    if (timer && st.device >= 0) timer->stop(si);
     for (auto* o : observers_) o->after_node(si, n, in_ptrs, k.outputs);
+    return std::move(k.outputs);
+  };
+  // Stores step si's outputs in their slots and frees what it read last.
+  auto keep_outputs = [&](size_t si, std::vector<Tensor> outputs) {
+    const Step& st = steps_[si];
+    const ir::Node& n = *graph_.nodes[st.node];
     for (size_t i = 0; i < st.out_slots.size(); ++i) {
       int s = st.out_slots[i];
       if (s < 0) continue;
-      if (!k.outputs[i].defined()) fail_internal(n.where() + ": kernel produced no output " + std::to_string(i));
+      if (!outputs[i].defined()) fail_internal(n.where() + ": kernel produced no output " + std::to_string(i));
       // An output inside the arena must be its own planned buffer; anything else there (a
       // kernel that returned a view of an input) is copied out before the arena reuses it.
-      if (in_arena(k.outputs[i])) {
-        const long long off = plan_.offset[static_cast<size_t>(s)];
-        const auto* want = static_cast<const std::byte*>(arena_.raw()) + off;
-        if (off < 0 || k.outputs[i].raw() != want) k.outputs[i] = k.outputs[i].clone();
+      if (in_arena(outputs[i])) {
+        const bool host = outputs[i].on_host();
+        const long long off = (host ? plan_ : device_plan_).offset[static_cast<size_t>(s)];
+        const auto* want = static_cast<const std::byte*>((host ? arena_ : device_arena_).raw()) + off;
+        if (off < 0 || outputs[i].raw() != want) outputs[i] = host ? outputs[i].clone() : cuda::copy(outputs[i]);
       }
-      slots[s] = std::move(k.outputs[i]);
+      slots[s] = std::move(outputs[i]);
       live.add(slots[s]);
     }
     for (int s : st.free_after) {
       live.remove(slots[s]);
       slots[s] = Tensor();
     }
+  };
+  size_t next_segment = 0;
+  for (size_t si = 0; si < steps_.size(); ++si) {
+    while (next_segment < segments_.size() && segments_[next_segment].begin < si) ++next_segment;
+    Segment* seg = next_segment < segments_.size() && segments_[next_segment].begin == si ? &segments_[next_segment] : nullptr;
+    if (!seg || seg->failed || !observers_.empty() || seg->eager_runs == 0) {
+      if (seg && observers_.empty()) ++seg->eager_runs;  // the first run allocates and warms up
+      keep_outputs(si, run_step(si));
+      continue;
+    }
+    // A run of GPU steps as one CUDA graph: captured at the second run, then replayed.
+    if (!seg->graph) {
+      auto g = std::make_shared<cuda::CapturedGraph>(device_);
+      std::vector<std::vector<Tensor>> outs;
+      std::vector<Tensor> saved(slots);  // the capture executes nothing: on failure, run again
+      bool ok = true;
+      g->begin_capture();
+      try {
+        for (size_t i = seg->begin; i < seg->end; ++i) {
+          outs.push_back(run_step(i));
+          std::vector<Tensor> copy = outs.back();
+          keep_outputs(i, std::move(copy));
+        }
+      } catch (const Error& e) {
+        ok = false;
+        g->why = e.what();
+      }
+      if (!g->end_capture() || !ok) {
+        seg->failed = true;
+        seg->why = g->why;
+        slots = std::move(saved);
+        for (size_t i = seg->begin; i < seg->end; ++i) keep_outputs(i, run_step(i));
+        si = seg->end - 1;
+        continue;
+      }
+      seg->graph = std::move(g);
+      seg->outputs = std::move(outs);
+      seg->graph->launch();
+      si = seg->end - 1;
+      continue;
+    }
+    seg->graph->launch();
+    for (size_t i = seg->begin; i < seg->end; ++i) keep_outputs(i, seg->outputs[i - seg->begin]);
+    si = seg->end - 1;
   }
   peak_bytes_ = live.peak();
+  if (timer) device_ms_ = timer->read();
   TensorMap out;
   for (size_t i = 0; i < graph_.outputs.size(); ++i) out[graph_.outputs[i]] = slots[output_slots_[i]];
   return out;

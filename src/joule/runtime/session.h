@@ -15,6 +15,9 @@
 namespace joule::ops {
 struct OpDef;
 }
+namespace joule::cuda {
+class CapturedGraph;
+}
 
 namespace joule::runtime {
 
@@ -38,6 +41,16 @@ struct SessionOptions {
   // is dropped from the session (and its graph) as soon as the last of them is prepared. Off
   // where something replays nodes on their inputs (the profiler's energy replay, hooks).
   bool release_packed_constants = false;
+  // -1: every node on the CPU. N: nodes a GPU kernel supports run on CUDA GPU N, the rest on the
+  // CPU, with explicit copy nodes between them (runtime/placement.h).
+  int device = -1;
+  // GPU arithmetic of Conv/MatMul/Gemm: "fp32" (FMA only, no tensor cores) or "tf32" (tensor
+  // cores with TF32 inputs, as PyTorch's default for cuDNN convolutions).
+  std::string gpu_math = "fp32";
+  // Runs of consecutive GPU nodes are captured into a CUDA graph at the second run and replayed
+  // from then on (one launch instead of one per node), except while observers are attached.
+  // JOULE_CUDA_GRAPHS=0 in the environment turns it off (A/B timings).
+  bool cuda_graphs = true;
 };
 
 using TensorMap = std::map<std::string, Tensor>;
@@ -61,6 +74,18 @@ class Session {
   size_t num_steps() const { return steps_.size(); }
   const ir::Node& step_node(size_t i) const { return *graph_.nodes[steps_[i].node]; }
   int threads() const { return pool_->threads(); }
+  int device() const { return device_; }  // -1: CPU only
+  // GPU time of every step of the last run with observers (CUDA events; negative for CPU
+  // steps); empty for a CPU session.
+  const std::vector<double>& device_step_ms() const { return device_ms_; }
+  // GPU nodes and the copies placement made (zero for a CPU session).
+  int gpu_nodes() const { return gpu_nodes_; }
+  int copy_nodes() const { return copy_nodes_; }
+  // The runs of steps replayed as CUDA graphs: "steps 1-55: replayed as a CUDA graph", ...
+  std::vector<std::string> cuda_graph_report() const;
+  // Runs step i's chosen kernel once more on `inputs` (its own, as an observer saw them), on the
+  // step's device, and waits for it: energy replay of one layer.
+  void replay_step(size_t i, const std::vector<const Tensor*>& inputs);
   ThreadPool& pool() { return *pool_; }
 
   // Largest total size of live intermediate and output tensors during the last run
@@ -69,6 +94,8 @@ class Session {
   // The static activation plan: arena size vs every buffer separate. Kernels that accept a
   // preallocated output (the fast conv/gemm/matmul kernels) write into the arena.
   const MemoryPlan& memory_plan() const { return plan_; }
+  // The same for values in GPU memory (an arena of its own there).
+  const MemoryPlan& device_memory_plan() const { return device_plan_; }
   // Bytes of the constants the session still holds (packed copies inside kernels not counted).
   size_t weight_bytes() const;
   // Constants released after their kernels packed them (release_packed_constants).
@@ -82,10 +109,15 @@ class Session {
     std::vector<int> in_slots;   // -1: absent optional
     std::vector<int> out_slots;  // -1: output not used
     std::vector<int> free_after;  // slots whose last use is this step
+    int device = -1;              // where it runs
+    std::vector<bool> device_constant;  // per input: read the constant's GPU copy
   };
   void check_input(const std::string& name, const Tensor& t) const;
   void choose_kernels(const kernels::AlgoSpec& spec, bool release_packed);
   void plan_activations(const std::vector<int>& last);
+  void upload_constants(Step& st);
+  int slot_device(int slot) const;
+  void find_segments(bool enabled);
   bool in_arena(const Tensor& t) const;
 
   ir::Graph graph_;
@@ -98,6 +130,22 @@ class Session {
   MemoryPlan plan_;                      // per slot
   std::vector<ir::TensorType> slot_type_;  // static type of planned slots
   Tensor arena_;
+  int device_ = -1;
+  int gpu_nodes_ = 0, copy_nodes_ = 0;
+  std::vector<int> slot_device_;           // where each slot's value lives (-1 host)
+  std::vector<Tensor> device_constants_;  // GPU copies of constants GPU nodes read, by slot
+  MemoryPlan device_plan_;
+  Tensor device_arena_;
+  std::vector<double> device_ms_;
+  struct Segment {  // steps [begin, end) on the GPU, replayed as one graph once captured
+    size_t begin = 0, end = 0;
+    int eager_runs = 0;
+    bool failed = false;
+    std::string why;
+    std::shared_ptr<cuda::CapturedGraph> graph;
+    std::vector<std::vector<Tensor>> outputs;  // each step's outputs on replay
+  };
+  std::vector<Segment> segments_;
   size_t peak_bytes_ = 0;
   size_t released_ = 0;
 };

@@ -1,0 +1,38 @@
+#pragma once
+// What the GPU algorithms share (CUDA builds only): a kernel prepared for the static shapes of
+// its node on one GPU, with its outputs in the session's GPU arena when planned there.
+#include <string>
+#include <vector>
+
+#include "joule/cuda/backend.h"
+#include "joule/cuda/context.h"
+#include "joule/cuda/kernels.h"
+
+namespace joule::cuda {
+
+class GpuKernel : public kernels::Kernel {
+ public:
+  explicit GpuKernel(const kernels::NodeView& v);
+  // Output j at its planned shape: the session's planned GPU buffer when it gave one, else new.
+  Tensor& out(ops::KernelContext& k, size_t j) const;
+  // Input i, which must be in this GPU's memory at its planned shape.
+  const Tensor& in(const ops::KernelContext& k, size_t i) const;
+  cudaStream_t stream() const { return ctx_->stream; }
+
+ protected:
+  int device_;
+  Context* ctx_;
+  std::vector<Shape> out_shapes_;
+  std::vector<DType> out_dtypes_;
+  std::vector<Shape> in_shapes_;
+  bool tf32_ = false;  // the node's gpu_math allows TF32 tensor cores
+};
+
+// "" when every non-host input and every output of `v` is a tensor of static shape.
+std::string static_shapes(const kernels::NodeView& v, const std::vector<bool>& host_input);
+inline int64_t numel_of(const Shape& s) { return shape_numel(s); }
+
+// The conv algorithms (conv_cuda.cpp), one per cuDNN forward algorithm.
+const std::vector<const kernels::Algorithm*>& conv_algorithms();
+
+}  // namespace joule::cuda

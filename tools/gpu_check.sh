@@ -1,0 +1,53 @@
+#!/bin/bash
+# joule's GPU check, run on a GPU machine from the repository root over a package made by
+# tools/gpu_pack.sh (.gpu/: joule, test_cuda and the Debian libraries they link). PyTorch (CUDA)
+# there is the peer; results go to $OUT (or /tmp/gpu_out).
+OUT=${OUT:-/tmp/gpu_out}
+mkdir -p "$OUT"
+exec > >(tee "$OUT/gpu_check.log") 2>&1
+cd .gpu || exit 2
+[ -d lib ] || tar xJf libs.tar.xz
+libdir() { dirname "$(find /opt /usr/local /usr/lib -name "$1" 2>/dev/null | head -1)"; }
+export LD_LIBRARY_PATH=$PWD/lib:$(libdir libcudnn.so.9):$(libdir libcublas.so.13):$(libdir libcublasLt.so.13):$(libdir libnvidia-ml.so.1)
+export JOULE_TUNING_CACHE=/tmp/joule_tuning.json PYTHONUNBUFFERED=1
+J=$PWD/joule
+M=/tmp/gpu_models
+step() { echo; echo "=== $* ($(date +%T))"; }
+bench() {  # MODEL BATCH ARGS...: the median of joule bench
+  local m=$1 b=$2; shift 2
+  echo -n "joule $m b$b $*: "
+  timeout 120 $J bench $M/$m.onnx -i $M/${m}_in$b.npy --device cuda --runs 50 --warmup 10 --format json "$@" |
+    python3 -c "import json,sys; l=json.load(sys.stdin)['latency_ms']; print('median %.3f ms  min %.3f  p90 %.3f  cv %.3f' % (l['median'], l['min'], l['p90'], l['cv']))"
+}
+step devices
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv
+$J devices; $J devices --format json > "$OUT/devices.json"
+step test_cuda
+timeout 120 ./test_cuda --gtest_brief=1 2>&1 | tail -30
+step export
+timeout 150 python3 ../tools/gpu_torch.py export $M 2>&1 | grep -v Warning || exit 1
+step correctness
+for m in resnet50 mobilenet_v2 vit_b_16; do for b in 1 32; do for math in fp32 tf32; do
+  timeout 60 $J run $M/$m.onnx -i $M/${m}_in$b.npy -o /tmp/jo_$math/${m}_b$b --device cuda --gpu-math $math >/dev/null || echo "joule run $m b$b $math failed"
+done; done; done
+echo "-- fp32"; python3 ../tools/gpu_torch.py compare $M /tmp/jo_fp32
+echo "-- tf32"; python3 ../tools/gpu_torch.py compare $M /tmp/jo_tf32
+step plan
+$J info $M/vit_b_16.onnx --plan --device cuda --input-shape input=32,3,224,224 | grep -E "^device|^algorithms" 
+$J info $M/mobilenet_v2.onnx --plan --device cuda --input-shape input=32,3,224,224 --format json > /tmp/mb.json && python3 -c "
+import json; p=json.load(open('/tmp/mb.json'))['plan']; print(p['algorithms'], p.get('cuda_graphs'))"
+step latency
+for m in resnet50 mobilenet_v2 vit_b_16; do for b in 1 32; do for math in fp32 tf32; do bench $m $b --gpu-math $math; done; done; done
+JOULE_CUDA_GRAPHS=0 bench resnet50 1 --gpu-math fp32
+JOULE_CUDA_GRAPHS=0 bench mobilenet_v2 1 --gpu-math fp32
+for m in resnet50 mobilenet_v2; do for b in 1 32; do bench $m $b --gpu-math fp32 --algo auto; done; done
+timeout 240 python3 ../tools/gpu_torch.py time $M
+step algorithms
+timeout 120 $J info $M/mobilenet_v2.onnx --plan --device cuda --algo auto --input-shape input=32,3,224,224 --format json > "$OUT/mobilenet_v2_b32_auto_plan.json" || echo "auto plan failed"
+step profiles
+timeout 100 $J profile $M/mobilenet_v2.onnx -i $M/mobilenet_v2_in32.npy --device cuda --runs 10 --top 15 2>&1 | sed -n '/^node/,/cover/p'
+timeout 100 $J profile $M/vit_b_16.onnx -i $M/vit_b_16_in32.npy --device cuda --runs 10 --top 20 2>&1 | sed -n '/^node/,/cover/p'
+step profile+energy
+nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv
+timeout 200 $J profile $M/resnet50.onnx -i $M/resnet50_in32.npy --device cuda --energy nvml --energy-window 0.5 --runs 30 --top 12 -o "$OUT/profile_resnet50_b32" 2>&1 | tail -42
+nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv
