@@ -11,6 +11,7 @@
 #include <regex>
 #include <set>
 
+#include "joule/cuda/backend.h"
 #include "joule/onnx/model_io.h"
 #include "joule/ops/random_util.h"
 #include "joule/passes/check_support.h"
@@ -23,6 +24,8 @@ using namespace joule;
 namespace {
 
 // The suite's folder: JOULE_ONNX_TESTDATA (the folder holding node/, simple/, ...) or Debian's.
+int g_gpu_nodes = 0, g_cases_on_gpu = 0;  // JOULE_CONFORMANCE_DEVICE: what ran on the GPU
+
 std::string testdata_dir(const std::string& suite) {
   const char* e = std::getenv("JOULE_ONNX_TESTDATA");
   return std::string(e ? e : "/usr/share/libonnx-testdata/data") + "/" + suite;
@@ -180,6 +183,8 @@ std::string run_case(const fs::path& dir) {
     std::vector<Tensor> expected;
     runtime::SessionOptions opt;
     opt.threads = 1;
+    // JOULE_CONFORMANCE_DEVICE=cuda: the same cases with every node a GPU kernel supports on the GPU.
+    if (const char* d = std::getenv("JOULE_CONFORMANCE_DEVICE")) opt.device = cuda::parse_device(d);
     try {
       auto in_files = sorted_files(set.path(), "input_");
       auto out_files = sorted_files(set.path(), "output_");
@@ -203,6 +208,8 @@ std::string run_case(const fs::path& dir) {
     try {
       runtime::Session session(g, opt);
       outputs = session.run(inputs);
+      g_gpu_nodes += session.gpu_nodes();
+      g_cases_on_gpu += session.gpu_nodes() > 0;
     } catch (const Error& e) {
       if (e.kind() == Error::Kind::Unsupported) return std::string("skip: ") + e.what();
       return std::string("run: ") + e.what();
@@ -278,6 +285,9 @@ void run_suite(const std::string& suite) {
   std::printf("ONNX %s conformance: %zu cases, %d run, %d passed, %d failed, %d skipped as unsupported, "
               "%d with wrong expected data\n",
               suite.c_str(), cases.size(), run, passed, run - passed, skipped, wrong_data);
+  if (std::getenv("JOULE_CONFORMANCE_DEVICE"))
+    std::printf("  on %s: %d data sets ran GPU nodes (%d GPU nodes in all)\n", std::getenv("JOULE_CONFORMANCE_DEVICE"),
+                g_cases_on_gpu, g_gpu_nodes);
   if (verbose || std::getenv("JOULE_CONFORMANCE_REASONS"))
     for (auto& [why, n] : skip_reasons) std::printf("  skipped %4d: %s\n", n, why.c_str());
   for (auto& f : failures) ADD_FAILURE() << f;
