@@ -2,6 +2,9 @@
 # joule's GPU check, run on a GPU machine from the repository root over a package made by
 # tools/gpu_pack.sh (.gpu/: joule, test_cuda and the Debian libraries they link). PyTorch (CUDA)
 # there is the peer; results go to $OUT (or /tmp/gpu_out).
+#   tools/gpu_check.sh               the models: correctness, latency, algorithms, energy
+#   tools/gpu_check.sh conformance   the ONNX conformance suites on the GPU (pack: ONNX_DATA=1
+#                                    tools/gpu_pack.sh tests/test_onnx)
 OUT=${OUT:-/tmp/gpu_out}
 mkdir -p "$OUT"
 exec > >(tee "$OUT/gpu_check.log") 2>&1
@@ -11,6 +14,12 @@ libdir() { dirname "$(find /opt /usr/local /usr/lib -name "$1" 2>/dev/null | hea
 export LD_LIBRARY_PATH=$PWD/lib:$(libdir libcudnn.so.9):$(libdir libcublas.so.13):$(libdir libcublasLt.so.13):$(libdir libnvidia-ml.so.1)
 export JOULE_TUNING_CACHE=/tmp/joule_tuning.json PYTHONUNBUFFERED=1
 J=$PWD/joule
+if [ "$1" = conformance ]; then
+  [ -d data ] || tar xJf onnxdata.tar.xz
+  JOULE_ONNX_TESTDATA=$PWD/data JOULE_CONFORMANCE_DEVICE=cuda timeout 300 ./test_onnx --gtest_filter='Conformance.*' > "$OUT/conformance.log" 2>&1
+  grep -E "conformance:|on cuda|FAILED|Failure" -A2 "$OUT/conformance.log" | grep -v "^--$" | head -150
+  exit 0
+fi
 M=/tmp/gpu_models
 step() { echo; echo "=== $* ($(date +%T))"; }
 bench() {  # MODEL BATCH ARGS...: the median of joule bench

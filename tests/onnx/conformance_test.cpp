@@ -260,6 +260,7 @@ void run_suite(const std::string& suite) {
   std::sort(cases.begin(), cases.end());
 
   int run = 0, passed = 0, skipped = 0, wrong_data = 0;
+  g_gpu_nodes = g_cases_on_gpu = 0;
   std::map<std::string, int> skip_reasons;
   std::vector<std::string> failures;
   const bool verbose = std::getenv("JOULE_CONFORMANCE_VERBOSE") != nullptr;

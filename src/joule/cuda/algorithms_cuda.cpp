@@ -251,6 +251,11 @@ bool unary_of(const NodeView& v, UnaryOp* u, std::string* why) {
       *why = "Dropout's mask output";
       return false;
     }
+    const Tensor* training = v.constant(2);
+    if (v.has(2) && (!training || training->value_as_int(0) != 0)) {
+      *why = "Dropout in training mode";
+      return false;
+    }
     u->act = k::Act::None;
     return true;
   }
@@ -332,7 +337,8 @@ void broadcast_strides(const Shape& in, const Shape& out, int64_t* st) {
 class BinaryKernel : public GpuKernel {
  public:
   BinaryKernel(const NodeView& v, k::Bin op) : GpuKernel(v), op_(op) {
-    const Shape a = in_shape(v, 0), b = in_shape(v, 1), y = out_shape(v);
+    const Shape a = in_shape(v, 0), y = out_shape(v);
+    const Shape b = op == k::Bin::PRelu ? ops::nn::prelu_slope_shape(v.opset, a, in_shape(v, 1)) : in_shape(v, 1);
     flat_ = a == y && b == y;
     bc_.rank = static_cast<int>(y.size());
     for (size_t d = 0; d < y.size(); ++d) bc_.out[d] = y[d];
@@ -358,6 +364,7 @@ std::string binary_supports(const NodeView& v) {
   if (!all_float(v, {0, 1})) return "float32 only";
   if (out_shape(v).size() > static_cast<size_t>(k::kMaxRank)) return "rank over 8";
   if (n.op_type == "PRelu" && in_shape(v, 0) != out_shape(v)) return "PRelu slope larger than X";
+  if (v.opset < 7 && n.has_attr("broadcast")) return "broadcast with an axis (before opset 7)";
   return "";
 }
 std::unique_ptr<kernels::Kernel> binary_prepare(const NodeView& v) {

@@ -12,6 +12,15 @@ namespace joule::ops::nn {
 
 inline double numel_d(const Shape& s) { return static_cast<double>(shape_numel(s)); }
 
+// PRelu before opset 7: the shape a per-channel slope [C] broadcasts with ([C, 1, ..., 1], C = x's
+// dim 1); `slope` itself otherwise (from opset 7 the slope broadcasts numpy-style).
+inline Shape prelu_slope_shape(int64_t opset, const Shape& x, const Shape& slope) {
+  if (opset >= 7 || x.size() < 2 || slope.size() != 1 || slope[0] == 1 || slope[0] != x[1]) return slope;
+  Shape r(x.size() - 1, 1);
+  r[0] = slope[0];
+  return r;
+}
+
 // Cost of an op doing `flops_per_element` operations per element of input 0 (normalisations,
 // softmax); bytes = all inputs and outputs.
 inline Cost per_element_cost(const CostContext& c, double flops_per_element) {

@@ -4,22 +4,15 @@
 // mean it. Every numeric dtype (halves through float32).
 #include "joule/ops/elementwise_util.h"
 
+#include "joule/ops/nn_util.h"
+
 namespace joule::ops {
 namespace {
-
-// Before opset 7: the shape a per-channel slope [C] broadcasts with ([C, 1, ..., 1]); `slope`
-// itself otherwise.
-Shape legacy_slope_shape(int64_t opset, const Shape& x, const Shape& slope) {
-  if (opset >= 7 || x.size() < 2 || slope.size() != 1 || slope[0] == 1 || slope[0] != x[1]) return slope;
-  Shape r(x.size() - 1, 1);
-  r[0] = slope[0];
-  return r;
-}
 
 void infer(InferContext& c) {
   check_same_dtype(c, 0, 2);
   if (c.opset < 7 && c.in(0).is_static() && c.in(1).is_static()) {
-    const Shape s = legacy_slope_shape(c.opset, c.in(0).static_shape(), c.in(1).static_shape());
+    const Shape s = nn::prelu_slope_shape(c.opset, c.in(0).static_shape(), c.in(1).static_shape());
     const ir::TensorType slope = ir::TensorType::of(c.in(1).dtype, s);
     c.out(0) = broadcast_types({&c.in(0), &slope}, c.in(0).dtype, c.node);
     return;
@@ -45,7 +38,7 @@ void run(KernelContext& c) {
   if (run_half_as_float(c, run)) return;
   check_same_dtype(c, 0, 2);
   const Tensor& x = c.in(0);
-  const Tensor slope = c.in(1).reshaped(legacy_slope_shape(c.opset, x.shape(), c.in(1).shape()));
+  const Tensor slope = c.in(1).reshaped(nn::prelu_slope_shape(c.opset, x.shape(), c.in(1).shape()));
   const Shape out = broadcast_shapes({x.shape(), slope.shape()}, c.node);
   if (c.opset >= 9 && out != x.shape())
     fail(c.node.where() + ": slope " + slope.describe() + " does not broadcast to x " +
