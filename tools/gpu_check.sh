@@ -5,6 +5,7 @@
 #   tools/gpu_check.sh               the models: correctness, latency, algorithms, energy
 #   tools/gpu_check.sh conformance   the ONNX conformance suites on the GPU (pack: ONNX_DATA=1
 #                                    tools/gpu_pack.sh tests/test_onnx)
+#   tools/gpu_check.sh auto          test_cuda, then --algo auto against guess (a short check)
 OUT=${OUT:-/tmp/gpu_out}
 mkdir -p "$OUT"
 exec > >(tee "$OUT/gpu_check.log") 2>&1
@@ -28,11 +29,17 @@ bench() {  # MODEL BATCH ARGS...: the median of joule bench
   timeout 120 $J bench $M/$m.onnx -i $M/${m}_in$b.npy --device cuda --runs 50 --warmup 10 --format json "$@" |
     python3 -c "import json,sys; l=json.load(sys.stdin)['latency_ms']; print('median %.3f ms  min %.3f  p90 %.3f  cv %.3f' % (l['median'], l['min'], l['p90'], l['cv']))"
 }
+if [ "$1" = auto ]; then
+  timeout 60 ./test_cuda --gtest_brief=1 --gtest_filter=-CudaCli.* 2>&1 | tail -4
+  timeout 100 python3 ../tools/gpu_torch.py export $M 2>&1 | grep -v Warning
+  for m in resnet50 mobilenet_v2; do for b in 1 32; do bench $m $b; bench $m $b --algo auto; done; done
+  exit 0
+fi
 step devices
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv
 $J devices; $J devices --format json > "$OUT/devices.json"
 step test_cuda
-timeout 120 ./test_cuda --gtest_brief=1 2>&1 | tail -30
+timeout 120 ./test_cuda --gtest_brief=1 --gtest_filter=-CudaCli.* 2>&1 | tail -30  # (CudaCli runs build/joule)
 step export
 timeout 150 python3 ../tools/gpu_torch.py export $M 2>&1 | grep -v Warning || exit 1
 step correctness
