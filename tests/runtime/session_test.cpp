@@ -141,3 +141,12 @@ TEST(Session, ReleasesConstantsItsKernelsPacked) {
   ASSERT_EQ(ya.shape(), (Shape{4, 4, 8, 8}));
   for (int64_t i = 0; i < ya.numel(); ++i) ASSERT_EQ(ya.data<float>()[i], yr.data<float>()[i]) << i;
 }
+
+TEST(Session, ThreadsAboveTheCoresAreClamped) {
+  joule::testing::GraphBuilder b;
+  b.input("x", joule::DType::Float32, {2}).node("Relu", {"x"}, {"y"}).output("y");
+  joule::runtime::SessionOptions o;
+  o.threads = 100000;
+  joule::runtime::Session s(b.build(), o);
+  EXPECT_EQ(s.threads(), joule::ThreadPool::default_threads());
+}

@@ -20,9 +20,9 @@ inline unsigned blocks_for(int64_t n) {
 __device__ __forceinline__ float apply(Act act, float v, float a, float b) {
   switch (act) {
     case Act::None: return v;
-    case Act::Relu: return v > 0.f ? v : 0.f;
+    case Act::Relu: return v < 0.f ? 0.f : v;  // NaN stays NaN
     case Act::LeakyRelu: return v >= 0.f ? v : v * a;
-    case Act::Clip: return fminf(fmaxf(v, a), b);
+    case Act::Clip: return v != v ? v : fminf(fmaxf(v, a), b);  // fminf/fmaxf drop NaN
     case Act::Sigmoid: return 1.f / (1.f + expf(-v));
     case Act::SiLU: return v / (1.f + expf(-v));
     case Act::HardSwish: return v * fminf(fmaxf(v / 6.f + 0.5f, 0.f), 1.f);
@@ -35,7 +35,7 @@ __device__ __forceinline__ float apply(Act act, float v, float a, float b) {
     case Act::Neg: return -v;
     case Act::Abs: return fabsf(v);
     case Act::Erf: return erff(v);
-    case Act::HardSigmoid: return fminf(fmaxf(a * v + b, 0.f), 1.f);
+    case Act::HardSigmoid: return v != v ? v : fminf(fmaxf(a * v + b, 0.f), 1.f);
     case Act::Softplus: return v > 20.f ? v : log1pf(expf(v));
     case Act::Reciprocal: return 1.f / v;
     case Act::Floor: return floorf(v);

@@ -60,7 +60,7 @@ struct FusedActivation {
   }
   template <class T>
   T operator()(T v) const {
-    if (kind == "Relu") return v > T(0) ? v : T(0);
+    if (kind == "Relu") return v < T(0) ? T(0) : v;  // NaN stays NaN (as PyTorch)
     if (kind == "LeakyRelu") return v >= T(0) ? v : v * static_cast<T>(p[0]);
     if (kind == "Clip") return std::min(std::max(v, static_cast<T>(p[0])), static_cast<T>(p[1]));
     if (kind == "Gelu") return T(0.5) * v * (T(1) + std::erf(v * static_cast<T>(0.7071067811865476)));

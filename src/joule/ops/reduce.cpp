@@ -14,6 +14,17 @@
 namespace joule::ops {
 namespace {
 
+// NaN, for the element types that have one (Max/Min propagate it, as NumPy and PyTorch do).
+template <class T>
+bool is_nan(T v) {
+  if constexpr (std::is_integral_v<T>) {
+    return false;
+  } else {
+    const double d = static_cast<double>(v);
+    return d != d;
+  }
+}
+
 enum class R { Mean, Sum, Max, Min, Prod, L1, L2, LogSum, LogSumExp, SumSquare };
 
 bool axes_from_input(R kind, int64_t opset) {
@@ -222,7 +233,7 @@ void reduce_typed(R kind, const Tensor& X, Tensor& Y, const Plan& p, ThreadPool*
                        : static_cast<A>(std::numeric_limits<T>::lowest());
       reduce_loop<T, A>(
           x, y, p, lo,
-          [](A a, T v, int64_t) { return static_cast<A>(v) > a ? static_cast<A>(v) : a; }, ident,
+          [](A a, T v, int64_t) { return static_cast<A>(v) > a || is_nan(v) ? static_cast<A>(v) : a; }, ident,  // NaN wins
           pool);
       break;
     }
@@ -232,7 +243,7 @@ void reduce_typed(R kind, const Tensor& X, Tensor& Y, const Plan& p, ThreadPool*
                        : static_cast<A>(std::numeric_limits<T>::max());
       reduce_loop<T, A>(
           x, y, p, hi,
-          [](A a, T v, int64_t) { return static_cast<A>(v) < a ? static_cast<A>(v) : a; }, ident,
+          [](A a, T v, int64_t) { return static_cast<A>(v) < a || is_nan(v) ? static_cast<A>(v) : a; }, ident,  // NaN wins
           pool);
       break;
     }

@@ -71,7 +71,16 @@ Session::Session(ir::Graph graph, SessionOptions options) : graph_(std::move(gra
     gpu_nodes_ = r.gpu_nodes;
     copy_nodes_ = r.copies;
   }
-  pool_ = std::make_unique<ThreadPool>(options.threads > 0 ? options.threads : ThreadPool::default_threads());
+  // More threads than the cores this process may run on only contend: clamped, said once.
+  const int cores = ThreadPool::default_threads();
+  int threads = options.threads > 0 ? options.threads : cores;
+  if (threads > cores) {
+    static bool warned = false;
+    if (!warned) std::fprintf(stderr, "warning: %d threads asked for, but this process may use %d cores: running %d\n", threads, cores, cores);
+    warned = true;
+    threads = cores;
+  }
+  pool_ = std::make_unique<ThreadPool>(threads);
 
   auto slot = [&](const std::string& v) {
     auto it = slot_of_.find(v);

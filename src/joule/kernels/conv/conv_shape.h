@@ -55,7 +55,7 @@ struct Epilogue {
   float apply(float v) const {
     switch (act) {
       case Activation::kNone: return v;
-      case Activation::kRelu: return v > 0.f ? v : 0.f;
+      case Activation::kRelu: return v < 0.f ? 0.f : v;  // NaN stays NaN (as PyTorch)
       case Activation::kClip: return std::min(std::max(v, alpha), beta);
       case Activation::kLeakyRelu: return v >= 0.f ? v : v * alpha;
       case Activation::kSigmoid: return ops::vec::sigmoid(v);

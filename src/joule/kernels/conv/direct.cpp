@@ -72,7 +72,7 @@ struct VecEpilogue {
     const __m512 zero = _mm512_setzero_ps();
     switch (act) {
       case Activation::kNone: break;
-      case Activation::kRelu: v = vmax(v, zero); break;
+      case Activation::kRelu: v = vmax(zero, v); break;  // NaN (the second operand) stays
       case Activation::kClip: v = vmin(beta, vmax(alpha, v)); break;
       case Activation::kLeakyRelu:
         v = _mm512_mask_mov_ps(_mm512_mul_ps(v, alpha), _mm512_cmp_ps_mask(v, zero, _CMP_GE_OQ), v);

@@ -116,8 +116,9 @@ double blocking_cost(const Blocking& b, int64_t mg, int64_t nvec) {
 template <Activation A>
 __m512 activate(__m512 v, __m512 alpha, __m512 beta) {
   constexpr __mmask16 kAll = 0xFFFF;
-  if constexpr (A == Activation::kRelu) return _mm512_maskz_max_ps(kAll, v, _mm512_setzero_ps());
-  if constexpr (A == Activation::kClip) return _mm512_maskz_min_ps(kAll, _mm512_maskz_max_ps(kAll, v, alpha), beta);
+  // vmaxps/vminps return the second operand when either is NaN: v goes second, so NaN stays.
+  if constexpr (A == Activation::kRelu) return _mm512_maskz_max_ps(kAll, _mm512_setzero_ps(), v);
+  if constexpr (A == Activation::kClip) return _mm512_maskz_min_ps(kAll, beta, _mm512_maskz_max_ps(kAll, alpha, v));
   if constexpr (A == Activation::kLeakyRelu) {
     return _mm512_mask_mul_ps(v, _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ), v, alpha);
   }

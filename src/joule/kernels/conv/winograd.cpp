@@ -462,8 +462,8 @@ class WinogradConv final : public ConvKernel {
           if (res) val = _mm512_add_ps(val, _mm512_maskz_loadu_ps(mask, res + off));
           switch (ep_.act) {
             case Activation::kNone: break;
-            case Activation::kRelu: val = _mm512_max_ps(val, zero); break;
-            case Activation::kClip: val = _mm512_min_ps(_mm512_max_ps(val, alpha), beta); break;
+            case Activation::kRelu: val = _mm512_max_ps(zero, val); break;  // NaN (second) stays
+            case Activation::kClip: val = _mm512_min_ps(beta, _mm512_max_ps(alpha, val)); break;
             case Activation::kLeakyRelu:
               val = _mm512_mask_mul_ps(val, _mm512_cmp_ps_mask(val, zero, _CMP_LT_OQ), val, alpha);
               break;

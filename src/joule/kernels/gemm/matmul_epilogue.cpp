@@ -64,7 +64,7 @@ JOULE_ALWAYS_INLINE void activate_body(MatMulAct act, float a, float b, float* y
   switch (act) {
     case MatMulAct::kNone: return;
     case MatMulAct::kRelu:
-      for (int64_t i = 0; i < n; ++i) y[i] = y[i] > 0.f ? y[i] : 0.f;
+      for (int64_t i = 0; i < n; ++i) y[i] = y[i] < 0.f ? 0.f : y[i];  // NaN stays NaN
       return;
     case MatMulAct::kLeakyRelu:
       for (int64_t i = 0; i < n; ++i) y[i] = y[i] >= 0.f ? y[i] : y[i] * a;
