@@ -35,7 +35,7 @@ int64_t nan_count(const Tensor& t) {
 // Algorithms whose transforms mix a tile (Winograd) or a whole plane (FFT) of the input into
 // every output of it: a NaN spreads to those outputs, a superset of the reference's.
 bool spreads_nan(const std::string& a) { return a == "fft" || a == "winograd" || a == "winograd_f2"; }
-// oneDNN 2.6's ReLU and Clip post-ops (vmaxps/vminps with the bound second) turn NaN into the bound;
+// oneDNN 2.6's ReLU and Clip post-ops turn NaN into the bound (clip_v2 as well: tried);
 // its kernels are left out here and the README says so (joule's own kernels keep NaN).
 bool onednn_post_ops(const std::string& a) { return a.rfind("onednn", 0) == 0; }
 
