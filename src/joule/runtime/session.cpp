@@ -59,13 +59,13 @@ Session::Session(ir::Graph graph, SessionOptions options) : graph_(std::move(gra
   passes::infer_shapes(graph_, options.input_shapes);
   device_ = options.device;
   if (device_ >= 0) {
+    const std::string& math = options.gpu_math;
+    if (math != "fp32" && math != "tf32") fail("--gpu-math " + math + ": expected fp32 or tf32");
     cuda::parse_device(cuda::device_name(device_));  // refuses when no such GPU is usable
-    const std::string math = options.gpu_math;
-    PlacementReport r = place_on_device(graph_, device_, [&math](const kernels::NodeView& v) {
+    PlacementReport r = place_on_device(graph_, device_, [](const kernels::NodeView& v) {
       cuda::Support s = cuda::support(v);
       return DeviceSupport{s.reason, s.host_input};
     });
-    if (math != "fp32" && math != "tf32") fail("--gpu-math " + math + ": expected fp32 or tf32");
     for (auto& n : graph_.nodes)
       if (node_device(*n) >= 0) n->meta["gpu_math"] = math;
     gpu_nodes_ = r.gpu_nodes;
