@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_util.h"
@@ -279,4 +280,27 @@ TEST(Cli, PruneThenFineTuneKeepsThePreprocessing) {
   Result bad = joule_cmd("prune default --ratio 0.3 -o " + (dir() / "u2.onnx").string() + " --finetune-data " + samples);
   EXPECT_EQ(bad.code, 2);  // 16 samples make no batch of 32
   EXPECT_EQ(std::count(bad.out.begin(), bad.out.end(), '\n'), 1) << bad.out;
+}
+
+TEST(Cli, CheckNumericsNamesTheFirstNodeWithNaNOrInf) {
+  Tensor x = joule::testing::iota_tensor({2, 3});
+  save_npy(x, (dir() / "finite.npy").string());
+  x.data<float>()[4] = std::numeric_limits<float>::quiet_NaN();
+  save_npy(x, (dir() / "nan.npy").string());
+  const Result ok = joule_cmd("run " + model_path() + " -i " + (dir() / "finite.npy").string() + " --check-numerics");
+  ASSERT_EQ(ok.code, 0) << ok.out;
+  EXPECT_NE(ok.out.find("numerics: every node's output is finite"), std::string::npos) << ok.out;
+  // The NaN goes through MatMul (its row) and stays NaN through Relu: MatMul is named first.
+  for (const char* algo : {"reference", "guess"}) {
+    const Result bad = joule_cmd("run " + model_path() + " -i " + (dir() / "nan.npy").string() + " --check-numerics --passes none --algo " +
+                                 algo + " --format json");
+    ASSERT_EQ(bad.code, 0) << bad.out;
+    const auto j = nlohmann::json::parse(bad.out);
+    const auto& first = j["numerics"]["first_nonfinite"];
+    ASSERT_TRUE(first.is_object()) << bad.out;
+    EXPECT_EQ(first["op"], "MatMul") << algo;
+    EXPECT_EQ(first["nan"].get<int64_t>(), 4) << algo;  // row 1 of the [2,4] product
+    EXPECT_EQ(first["inf"].get<int64_t>(), 0) << algo;
+    EXPECT_EQ(j["numerics"]["nodes_checked"].get<int64_t>(), 2) << algo;
+  }
 }

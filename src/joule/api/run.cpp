@@ -10,6 +10,7 @@
 #include "joule/core/npy.h"
 #include "joule/onnx/model_io.h"
 #include "joule/runtime/inputs.h"
+#include "joule/runtime/numerics.h"
 
 namespace joule::api {
 
@@ -101,14 +102,16 @@ nlohmann::json RunResult::to_json() const {
     else o["kind"] = value_kind_name(t.kind()), o["items"] = t.items().size();
     outs.push_back(o);
   }
-  return {{"model", model},
-          {"threads", threads},
-          {"outputs", outs},
-          {"latency_ms", profile::to_json(profile::summarize(samples_ms))},
-          {"samples_ms", samples_ms},
-          {"peak_activation_bytes", peak_activation_bytes},
-          {"precision", precision.to_json()},
-          {"nodes", {{"before_passes", pipeline["nodes_before"]}, {"after_passes", pipeline["nodes_after"]}}}};
+  nlohmann::json j = {{"model", model},
+                      {"threads", threads},
+                      {"outputs", outs},
+                      {"latency_ms", profile::to_json(profile::summarize(samples_ms))},
+                      {"samples_ms", samples_ms},
+                      {"peak_activation_bytes", peak_activation_bytes},
+                      {"precision", precision.to_json()},
+                      {"nodes", {{"before_passes", pipeline["nodes_before"]}, {"after_passes", pipeline["nodes_after"]}}}};
+  if (!numerics.is_null()) j["numerics"] = numerics;
+  return j;
 }
 
 namespace {
@@ -133,11 +136,18 @@ RunResult run(Model m, const RunOptions& o, const Hooks& hooks) {
   r.threads = s.threads();
   r.pipeline = std::move(p.pipeline);
   r.precision = std::move(p.precision);
+  runtime::NumericsObserver numerics;
+  if (o.check_numerics) s.add_observer(&numerics);
   for (int i = 0; i < o.repeat; ++i) {
     auto t0 = std::chrono::steady_clock::now();
     r.outputs = s.run(o.inputs);
     r.samples_ms.push_back(ms_since(t0));
     hooks.report("run", i + 1, o.repeat, o.repeat > 1 ? fmt::format("run {}/{}", i + 1, o.repeat) : "");
+  }
+  s.clear_observers();
+  if (o.check_numerics) {
+    r.numerics = numerics.to_json();
+    r.numerics_summary = numerics.summary();
   }
   r.peak_activation_bytes = s.peak_bytes();
   return r;

@@ -24,6 +24,9 @@ struct RunOptions {
   PrepareOptions prepare;
   runtime::TensorMap inputs;  // by input name; every input required
   int repeat = 1;             // runs; the outputs are the last run's
+  // Count NaN and Inf in every node's outputs and report the first node that has any
+  // (runtime::NumericsObserver); the runs then go node by node.
+  bool check_numerics = false;
 };
 
 struct RunResult {
@@ -35,6 +38,8 @@ struct RunResult {
   size_t peak_activation_bytes = 0;
   nlohmann::json pipeline;
   PrecisionReport precision;
+  nlohmann::json numerics;  // check_numerics: NumericsObserver::to_json(); else null
+  std::string numerics_summary;  // its one line
   // Outputs as dtype, shape and the first values (not the data); times; memory.
   nlohmann::json to_json() const;
 };

@@ -29,6 +29,8 @@ Action add_run(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   app.add_option("--format", a->format, "table or json (outputs described, not their data)")
       ->check(CLI::IsMember({"table", "json"}));
+  app.add_flag("--check-numerics", a->opt.check_numerics,
+               "count NaN and Inf in every node's outputs and name the first node that has any");
   add_prepare_options(app, a->opt.prepare, "graph passes before running: none, default or a comma-separated list");
   return [a] {
     a->opt.prepare.algo.spec();  // a malformed --algo is reported before the inputs are read
@@ -66,6 +68,7 @@ Action add_run(CLI::App& app) {
                sorted.size(), sorted.size() == 1 ? "" : "s", r.threads, r.threads == 1 ? "" : "s", sorted.front(),
                sorted[sorted.size() / 2], human_bytes(static_cast<double>(r.peak_activation_bytes)));
     if (r.precision.precision != "fp32") fmt::print("{}\n", r.precision.summary());
+    if (!r.numerics_summary.empty()) fmt::print("{}\n", r.numerics_summary);
     if (!a->outdir.empty()) fmt::print("outputs written to {}/\n", a->outdir);
     return 0;
   };
