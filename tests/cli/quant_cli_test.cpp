@@ -159,3 +159,11 @@ TEST(QuantCli, CompareTabulatesAccuracyLatencyEnergyAndSize) {
   EXPECT_EQ(bad.code, 2) << bad.out;
   EXPECT_EQ(lines(bad.out), 1) << bad.out;
 }
+
+TEST(QuantCli, EvalCheckNumericsOnFiniteData) {
+  CliResult r = joule_cmd("eval default --data " + kSamples + " --limit 20 --check-numerics --format json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["numerics"]["first_nonfinite"].is_null()) << r.out;
+  EXPECT_GT(j["numerics"]["nodes_checked"].get<int64_t>(), 20);  // every node of every sample
+}

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "joule/api/run.h"
+#include "joule/runtime/numerics.h"
 
 namespace joule::api {
 
@@ -12,6 +13,7 @@ nlohmann::json EvalReport::to_json() const {
   j["data"] = data;
   j["preprocessing"] = preprocessing;
   j["precision"] = precision.to_json();
+  if (!numerics.is_null()) j["numerics"] = numerics;
   return j;
 }
 
@@ -28,7 +30,14 @@ EvalReport evaluate(const Model& model, const EvalOptions& o, const Hooks& hooks
   EvalReport r;
   auto d = open_data(o.data, m, o.preprocess, &r.preprocessing);
   Prepared p = prepare(m, o.prepare);
+  runtime::NumericsObserver numerics;
+  if (o.check_numerics) p.session->add_observer(&numerics);
   r.result = evaluate_session(*p.session, *d, o.limit, hooks, "evaluating");
+  p.session->clear_observers();
+  if (o.check_numerics) {
+    r.numerics = numerics.to_json();
+    r.numerics_summary = numerics.summary();
+  }
   r.model = model_label(m);
   r.data = d->describe();
   r.precision = std::move(p.precision);

@@ -15,12 +15,17 @@ struct EvalOptions {
   size_t limit = 0;                          // the first N samples (0: all)
   std::map<std::string, Shape> input_shapes;  // resolve symbolic dims (key "": the only input)
   PrepareOptions prepare = PrepareOptions::with_threads(1);
+  // Count NaN and Inf in every node's outputs over all samples and report the first node that
+  // has any (runtime::NumericsObserver; the samples then run node by node).
+  bool check_numerics = false;
 };
 
 struct EvalReport {
   std::string model, data, preprocessing;
   data::EvalResult result;
   PrecisionReport precision;  // bf16: the ladder's check runs on seeded random inputs
+  nlohmann::json numerics;       // check_numerics: NumericsObserver::to_json(); else null
+  std::string numerics_summary;  // its one line
   nlohmann::json to_json() const;  // what `joule eval --format json` prints
 };
 

@@ -23,6 +23,8 @@ Action add_eval(CLI::App& app) {
   app.add_option("--limit", a->opt.limit, "evaluate only the first N samples");
   add_input_shape_option(app, a->shapes);
   app.add_option("--format", a->format, "table or json")->check(CLI::IsMember({"table", "json"}));
+  app.add_flag("--check-numerics", a->opt.check_numerics,
+               "count NaN and Inf in every node's outputs over the samples and name the first node that has any");
   add_data_options(app, a->opt.preprocess);
   add_prepare_options(app, a->opt.prepare, "graph passes: none, default or a list");
   add_store_option(app, a->store);
@@ -44,6 +46,7 @@ Action add_eval(CLI::App& app) {
     fmt::print("  samples {}{}  {:.1f} s\n", e.samples, e.skipped ? fmt::format(" ({} skipped)", e.skipped) : "",
                e.seconds);
     if (r.precision.precision != "fp32") fmt::print("{}\n", r.precision.summary());
+    if (!r.numerics_summary.empty()) fmt::print("{}\n", r.numerics_summary);
     return 0;
   };
 }
