@@ -6,6 +6,7 @@
 #include <map>
 
 #include "joule/cuda/gpu_kernel.h"
+#include "joule/kernels/eltwise/eltwise.h"
 #include "joule/ops/conv_util.h"
 #include "joule/ops/movement_util.h"
 #include "joule/ops/nn_util.h"
@@ -38,6 +39,22 @@ const Tensor& GpuKernel::in(const ops::KernelContext& k, size_t i) const {
   return t;
 }
 
+bool fused_activation(const ir::Node& n, k::Act* act, float* a, float* b) {
+  *act = k::Act::None;
+  if (n.domain != "joule" || (n.op_type != "FusedConv" && n.op_type != "FusedMatMul")) return true;
+  const ops::nn::FusedActivation f(n);
+  static const std::map<std::string, k::Act> m = {{"", k::Act::None},           {"Relu", k::Act::Relu},
+                                                   {"LeakyRelu", k::Act::LeakyRelu}, {"Clip", k::Act::Clip},
+                                                   {"Sigmoid", k::Act::Sigmoid}, {"SiLU", k::Act::SiLU},
+                                                   {"HardSwish", k::Act::HardSwish}, {"Gelu", k::Act::Gelu}};
+  auto it = m.find(f.kind);
+  if (it == m.end()) return false;
+  *act = it->second;
+  if (!f.p.empty()) *a = f.p[0];
+  if (f.p.size() > 1) *b = f.p[1];
+  return true;
+}
+
 std::string static_shapes(const NodeView& v, const std::vector<bool>& host_input) {
   for (size_t i = 0; i < v.in_types.size(); ++i) {
     if (!v.in_types[i] || (i < host_input.size() && host_input[i])) continue;
@@ -68,7 +85,8 @@ int64_t prod(const Shape& s, size_t b, size_t e) {
   for (size_t i = b; i < e && i < s.size(); ++i) p *= s[i];
   return p;
 }
-// Which inputs the GPU kernel of `n` reads in host memory (shapes, axes, bounds).
+}  // namespace
+
 std::vector<bool> host_inputs(const ir::Node& n) {
   std::vector<bool> h(n.inputs.size(), false);
   auto set = [&](std::initializer_list<size_t> idx) {
@@ -85,16 +103,9 @@ std::vector<bool> host_inputs(const ir::Node& n) {
   return h;
 }
 
-// ---------------------------------------------------------------- GEMM / MatMul (cuBLAS)
+namespace {
 
-k::Act act_of(const std::string& kind) {
-  static const std::map<std::string, k::Act> m = {{"", k::Act::None},           {"Relu", k::Act::Relu},
-                                                   {"LeakyRelu", k::Act::LeakyRelu}, {"Clip", k::Act::Clip},
-                                                   {"Gelu", k::Act::Gelu},       {"Sigmoid", k::Act::Sigmoid},
-                                                   {"SiLU", k::Act::SiLU},       {"HardSwish", k::Act::HardSwish}};
-  auto it = m.find(kind);
-  return it == m.end() ? k::Act::None : it->second;
-}
+// ---------------------------------------------------------------- GEMM / MatMul (cuBLAS)
 
 // Row-major C[M,N] = op(A)[M,K] op(B)[K,N], `batch` times with the given element strides,
 // through cuBLAS's column-major GEMM on the transposed problem (C^T = B^T A^T).
@@ -169,10 +180,7 @@ std::string plan_gemm(const NodeView& v, GemmPlan* p) {
     p->sb = p->K * p->N;
   }
   if (n.domain == "joule" && n.op_type == "FusedMatMul") {
-    const ops::nn::FusedActivation f(n);
-    p->act = act_of(f.kind);
-    if (!f.p.empty()) p->pa = f.p[0];
-    if (f.p.size() > 1) p->pb = f.p[1];
+    if (!fused_activation(n, &p->act, &p->pa, &p->pb)) return "activation " + n.attr_string("activation", "");
     if (v.has(2)) p->bias = 2;
     if (v.has(3)) p->z = 3;
   }
@@ -260,20 +268,10 @@ bool unary_of(const NodeView& v, UnaryOp* u, std::string* why) {
     return true;
   }
   if (t == "Clip") {
-    float lo = -INFINITY, hi = INFINITY;
-    if (v.opset < 11) {
-      lo = n.attr_float("min", lo);
-      hi = n.attr_float("max", hi);
-    } else {
-      for (size_t i = 1; i <= 2; ++i) {
-        if (!v.has(i)) continue;
-        const Tensor* c = v.constant(i);
-        if (!c || c->numel() != 1 || c->dtype() != DType::Float32) {
-          *why = "Clip bounds that are not float32 constants";
-          return false;
-        }
-        (i == 1 ? lo : hi) = static_cast<float>(c->value_as_double(0));
-      }
+    float lo = 0, hi = 0;
+    if (!kernels::clip_bounds(v, &lo, &hi)) {
+      *why = "Clip bounds that are not float32 constants";
+      return false;
     }
     *u = {k::Act::Clip, lo, hi};
     return true;

@@ -47,6 +47,7 @@ DeviceList list_devices() {
   return l;
 }
 Support support(const kernels::NodeView&) { return {"joule was built without CUDA", {}}; }
+std::vector<bool> host_inputs(const ir::Node&) { return {}; }
 const std::vector<const kernels::Algorithm*>& algorithms() {
   static const std::vector<const kernels::Algorithm*> none;
   return none;

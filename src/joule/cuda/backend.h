@@ -44,6 +44,8 @@ struct Support {
   std::vector<bool> host_input;  // by input index
 };
 Support support(const kernels::NodeView& v);
+// Only the second half of support(): the inputs of `n` a GPU kernel would read in host memory.
+std::vector<bool> host_inputs(const ir::Node& n);
 // The GPU algorithms (registered with the CPU ones; Algorithm::device == "cuda").
 const std::vector<const kernels::Algorithm*>& algorithms();
 // The op class the GPU algorithms use for node `n` (the CPU op class where there is one).

@@ -37,22 +37,6 @@ struct ConvDesc {
 
 bool tf32_of(const ir::Node& n) { return n.meta.contains("gpu_math") && n.meta["gpu_math"] == "tf32"; }
 
-// The fused activation of a FusedConv (None for Conv); false for one the epilogue lacks.
-bool fused_act(const ir::Node& n, k::Act* act, float* pa, float* pb) {
-  *act = k::Act::None;
-  if (n.op_type != "FusedConv") return true;
-  const ops::nn::FusedActivation a(n);
-  static const std::map<std::string, k::Act> m = {{"", k::Act::None},           {"Relu", k::Act::Relu},
-                                                   {"LeakyRelu", k::Act::LeakyRelu}, {"Clip", k::Act::Clip},
-                                                   {"Sigmoid", k::Act::Sigmoid}, {"SiLU", k::Act::SiLU},
-                                                   {"HardSwish", k::Act::HardSwish}};
-  auto it = m.find(a.kind);
-  if (it == m.end()) return false;
-  *act = it->second;
-  if (!a.p.empty()) *pa = a.p[0];
-  if (a.p.size() > 1) *pb = a.p[1];
-  return true;
-}
 
 // The descriptors of node v, or null with `why` set.
 std::unique_ptr<ConvDesc> describe(const kernels::NodeView& v, std::string* why) {
@@ -76,7 +60,7 @@ std::unique_ptr<ConvDesc> describe(const kernels::NodeView& v, std::string* why)
   }
   k::Act act;
   float pa = 0, pb = 0;
-  if (!fused_act(n, &act, &pa, &pb)) {
+  if (!fused_activation(n, &act, &pa, &pb)) {
     *why = "activation " + n.attr_string("activation", "");
     return nullptr;
   }
@@ -129,7 +113,7 @@ class ConvKernel : public GpuKernel {
     check(cudnnGetConvolutionForwardWorkspaceSize(ctx_->dnn, d_->x, d_->w, d_->conv, d_->y, algo_, &ws_), "workspace size");
     // Its own workspace, at a fixed address for the session's life (captured graphs replay it).
     if (ws_) ws_buf_ = empty(DType::UInt8, {static_cast<int64_t>(ws_)}, device_);
-    fused_act(v.node, &act_, &pa_, &pb_);
+    fused_activation(v.node, &act_, &pa_, &pb_);
     has_bias_ = v.has(2);
     has_z_ = v.has(3);
   }
@@ -223,7 +207,7 @@ std::string depthwise_plan(const kernels::NodeView& v, k::Depthwise* p) {
   if (group != xs[1] || ws[0] != xs[1] || ws[1] != 1) return "not depthwise (group = channels, one filter each)";
   k::Act act;
   float pa = 0, pb = 0;
-  if (!fused_act(n, &act, &pa, &pb)) return "activation " + n.attr_string("activation", "");
+  if (!fused_activation(n, &act, &pa, &pb)) return "activation " + n.attr_string("activation", "");
   const ops::ConvGeometry g = ops::read_conv_geometry(n, 2, {ws[2], ws[3]});
   int64_t pb0 = 0, pe0 = 0, pb1 = 0, pe1 = 0;
   ops::conv_out_dim(g, n, 0, xs[2], &pb0, &pe0);
@@ -237,7 +221,7 @@ std::string depthwise_plan(const kernels::NodeView& v, k::Depthwise* p) {
 class DepthwiseKernel : public GpuKernel {
  public:
   DepthwiseKernel(const kernels::NodeView& v, k::Depthwise p) : GpuKernel(v), p_(p) {
-    fused_act(v.node, &act_, &pa_, &pb_);
+    fused_activation(v.node, &act_, &pa_, &pb_);
     has_bias_ = v.has(2);
     has_z_ = v.has(3);
   }

@@ -28,6 +28,10 @@ class GpuKernel : public kernels::Kernel {
   bool tf32_ = false;  // the node's gpu_math allows TF32 tensor cores
 };
 
+// The activation a FusedConv / FusedMatMul applies in its epilogue (None for other nodes), with
+// its parameters; false for one the epilogue kernel lacks.
+bool fused_activation(const ir::Node& n, k::Act* act, float* a, float* b);
+
 // "" when every non-host input and every output of `v` is a tensor of static shape.
 std::string static_shapes(const kernels::NodeView& v, const std::vector<bool>& host_input);
 inline int64_t numel_of(const Shape& s) { return shape_numel(s); }

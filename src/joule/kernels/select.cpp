@@ -236,7 +236,7 @@ Selection Selector::measure(const NodeView& v, const std::vector<const Algorithm
   std::map<std::string, double> times;
   for (const Algorithm* a : candidates) {
     std::unique_ptr<Kernel> k = a->prepare(v);
-    const double ms = v.device >= 0 ? cuda::time_kernel(*k, v, inputs, cuda::support(v).host_input, v.device)
+    const double ms = v.device >= 0 ? cuda::time_kernel(*k, v, inputs, cuda::host_inputs(v.node), v.device)
                                     : time_kernel(*k, v, inputs, pool_);
     times[a->name] = ms;
     if (ms < best_ms) {

@@ -192,12 +192,12 @@ void Session::upload_constants(Step& st) {
   // The constants a GPU node reads in GPU memory, copied there once (shared between nodes).
   if (st.device < 0 || is_memcpy(*graph_.nodes[st.node])) return;
   if (device_constants_.empty()) device_constants_.resize(slot_of_.size());
-  const cuda::Support sup = cuda::support(kernels::view_of(graph_, *graph_.nodes[st.node], 1));
+  const std::vector<bool> host = cuda::host_inputs(*graph_.nodes[st.node]);
   st.device_constant.assign(st.in_slots.size(), false);
   for (size_t j = 0; j < st.in_slots.size(); ++j) {
     const int s = st.in_slots[j];
     if (s < 0 || !constant_slots_[static_cast<size_t>(s)].defined()) continue;
-    if (j < sup.host_input.size() && sup.host_input[j]) continue;
+    if (j < host.size() && host[j]) continue;
     Tensor& d = device_constants_[static_cast<size_t>(s)];
     if (!d.defined()) d = cuda::upload(constant_slots_[static_cast<size_t>(s)], st.device);
     st.device_constant[j] = true;

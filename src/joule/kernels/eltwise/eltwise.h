@@ -35,6 +35,10 @@ inline int64_t planned_numel(const NodeView& v, size_t i) {
   return n;
 }
 
+// Clip's bounds: its min/max attributes (before opset 11), else its constant scalar inputs 1 and 2
+// (absent: -inf / +inf). False when a bound is given but not a float32 constant scalar.
+bool clip_bounds(const NodeView& v, float* lo, float* hi);
+
 // The op classes of kernels/eltwise (see registry.cpp's op_class_of).
 bool is_unary_eltwise(const ir::Node& n);
 bool is_binary_eltwise(const ir::Node& n);

@@ -96,6 +96,24 @@ float constant_scalar(const NodeView& v, size_t i, float def, bool* ok) {
   return t->data<float>()[0];
 }
 
+}  // namespace
+
+bool clip_bounds(const NodeView& v, float* lo, float* hi) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  const ir::Node& n = v.node;
+  if (n.has_attr("min") || n.has_attr("max")) {
+    *lo = n.attr_float("min", -kInf);
+    *hi = n.attr_float("max", kInf);
+    return true;
+  }
+  bool ok = true;
+  *lo = constant_scalar(v, 1, -kInf, &ok);
+  *hi = constant_scalar(v, 2, kInf, &ok);
+  return ok;
+}
+
+namespace {
+
 // The function and parameters of node `v`; fn == kCount when this algorithm has none for it.
 Op op_of(const NodeView& v) {
   const ir::Node& n = v.node;
@@ -128,11 +146,8 @@ Op op_of(const NodeView& v) {
     return approx == "tanh" ? Op{kGeluTanh} : approx == "none" ? Op{kGelu} : Op{};
   }
   if (t == "Clip") {
-    constexpr float kInf = std::numeric_limits<float>::infinity();
-    if (n.has_attr("min") || n.has_attr("max")) return {kClip, n.attr_float("min", -kInf), n.attr_float("max", kInf)};
-    bool ok = true;
-    const float lo = constant_scalar(v, 1, -kInf, &ok), hi = constant_scalar(v, 2, kInf, &ok);
-    return ok ? Op{kClip, lo, hi} : Op{};
+    float lo = 0, hi = 0;
+    return clip_bounds(v, &lo, &hi) ? Op{kClip, lo, hi} : Op{};
   }
   return {};
 }
