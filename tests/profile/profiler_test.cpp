@@ -341,3 +341,39 @@ TEST(Sweep, WritesFilesAndResumes) {
   EXPECT_EQ(parse_csv(read_file((d / "cnn_overall.csv").string())).size(), 2u);
   fs::remove_all(d);
 }
+
+// A Loop of 4 iterations whose body is Relu -> Neg: the body's nodes get rows of their own (4
+// calls per inference each, their time inside the Loop's row), and the Loop's body says how
+// often it ran; the JSON carries both.
+TEST(Profiler, ControlFlowBodyNodesGetTheirOwnRows) {
+  GraphBuilder body;
+  body.input("i", DType::Int64, {}).input("c", DType::Bool, {}).input("acc", DType::Float32, {256});
+  body.node("Relu", {"acc"}, {"r"}, {}, "body_relu").node("Neg", {"r"}, {"acc2"}, {}, "body_neg").node("Identity", {"c"}, {"c2"}, {}, "body_cond");
+  body.output("c2").output("acc2");
+  ir::Graph g = GraphBuilder()
+                    .input("x", DType::Float32, {256})
+                    .init("trips", Tensor::scalar<int64_t>(4))
+                    .node("Loop", {"trips", "", "x"}, {"y"}, {{"body", std::make_shared<const ir::Graph>(body.g)}}, "loop")
+                    .output("y")
+                    .build();
+  ProfileOptions o = quick();
+  o.algo = kernels::AlgoSpec{};
+  ProfileResult r = profile_model(g, o);
+  ASSERT_EQ(r.bodies.size(), 1u);
+  EXPECT_EQ(r.bodies[0].owner, "loop");
+  EXPECT_EQ(r.bodies[0].attribute, "body");
+  EXPECT_DOUBLE_EQ(r.bodies[0].runs, 4.0);
+  EXPECT_EQ(r.bodies[0].fallback, "");
+  ASSERT_EQ(r.body_nodes.size(), 3u);
+  for (const BodyNodeResult& b : r.body_nodes) {
+    EXPECT_DOUBLE_EQ(b.calls, 4.0) << b.name;
+    EXPECT_GE(b.ms, 0.0);
+    if (b.name == "body_relu") {
+      EXPECT_NE(b.algorithm, "reference");
+    }
+  }
+  const nlohmann::json j = to_json(r);
+  EXPECT_EQ(j["bodies"][0]["runs_per_inference"].get<double>(), 4.0);
+  EXPECT_EQ(j["body_nodes"].size(), 3u);
+  EXPECT_NE(format_report(r, 10).find("control-flow bodies"), std::string::npos);
+}

@@ -26,6 +26,19 @@ struct InferContext {
   ir::TensorType& out(size_t i) { return output_types.at(i); }
 };
 
+struct KernelContext;
+
+// Runs the graph-valued attributes of a control-flow node (If, Loop, Scan, SequenceMap): the
+// session gives nodes with bodies one that runs each body on planned, fast kernels
+// (runtime/bodies.h); without one the reference interpreter runs them (subgraph_util.h).
+class BodyRunner {
+ public:
+  virtual ~BodyRunner() = default;
+  // body's outputs with its graph inputs bound to `inputs` in order and the outer-scope values
+  // it reads to the node's captured inputs (c.inputs past node.explicit_inputs()).
+  virtual std::vector<Tensor> run(const KernelContext& c, const ir::Graph& body, const std::vector<Tensor>& inputs) const = 0;
+};
+
 // Execution of one node on concrete tensors (the reference kernel).
 struct KernelContext {
   const ir::Node& node;
@@ -33,6 +46,7 @@ struct KernelContext {
   std::vector<const Tensor*> inputs;  // nullptr: absent optional input
   std::vector<Tensor> outputs;        // the kernel assigns every output it produces
   ThreadPool* pool = nullptr;         // never null when called by the runtime
+  const BodyRunner* bodies = nullptr;  // control-flow nodes: how their bodies run (see BodyRunner)
 
   bool has(size_t i) const { return i < inputs.size() && inputs[i] != nullptr; }
   const Tensor& in(size_t i) const;   // throws BadInput when absent

@@ -8,6 +8,11 @@
 namespace joule::ops::subgraph {
 
 std::vector<Tensor> run(const KernelContext& c, const ir::Graph& body, const std::vector<Tensor>& inputs) {
+  if (c.bodies) return c.bodies->run(c, body, inputs);
+  return interpret(c, body, inputs);
+}
+
+std::vector<Tensor> interpret(const KernelContext& c, const ir::Graph& body, const std::vector<Tensor>& inputs) {
   const ir::Node& owner = c.node;
   if (inputs.size() != body.inputs.size())
     fail(owner.where() + ": body '" + body.name + "' takes " + std::to_string(body.inputs.size()) + " inputs, given " +

@@ -12,6 +12,7 @@
 #include "joule/ops/op.h"
 #include "joule/passes/annotate_costs.h"
 #include "joule/passes/pass.h"
+#include "joule/runtime/bodies.h"
 #include "joule/runtime/inputs.h"
 
 namespace joule::profile {
@@ -34,8 +35,25 @@ class TimingObserver : public runtime::Observer {
                   const std::vector<Tensor>&) override {
     end_[step] = Clock::now();
   }
+  void body_node(size_t, const ir::Node& owner, const std::string& attribute, const ir::Node& n, const std::string& algorithm,
+                 double ms) override {
+    BodyNodeResult& b = body_[owner.name + "\n" + attribute + "\n" + n.name];
+    if (b.calls == 0) b = BodyNodeResult{owner.name, attribute, n.name, n.op_type, algorithm, 0, 0, 0};
+    ++b.calls;
+    b.ms += ms;
+  }
   std::vector<Clock::time_point> start_, end_;
+  std::map<std::string, BodyNodeResult> body_;  // summed over the instrumented runs
 };
+
+// Runs of each body so far (Bodies::stats), by owner step and attribute.
+std::map<std::pair<size_t, std::string>, long long> body_runs(const runtime::Session& s) {
+  std::map<std::pair<size_t, std::string>, long long> r;
+  for (size_t i = 0; i < s.num_steps(); ++i)
+    if (const runtime::Bodies* b = s.step_bodies(i))
+      for (const runtime::Bodies::Stats& st : b->stats()) r[{i, st.attribute}] = st.runs;
+  return r;
+}
 
 // Replays each node's kernel on its own inputs under the energy meter for at least the
 // sensor's window (cache-warm, as inside a forward pass), after the node has run once.
@@ -131,6 +149,37 @@ ir::Graph prepared(const ir::Graph& graph, const ProfileOptions& opt) {
 }
 }  // namespace
 
+namespace {
+// The bodies' rows: each body node per inference (the instrumented runs' mean), and how often
+// each body ran, from the session's counts before and after the plain and instrumented runs.
+void profile_bodies(const runtime::Session& session, const std::map<std::pair<size_t, std::string>, long long>& before,
+                    const std::map<std::string, BodyNodeResult>& timed, ProfileResult& r) {
+  const double runs = static_cast<double>(r.instrumented_samples_ms.size() + r.plain_samples_ms.size());
+  if (runs == 0) return;
+  std::map<std::string, double> owner_ms;
+  for (const LayerResult& L : r.layers) owner_ms[L.name] = L.ms.median;
+  for (size_t i = 0; i < session.num_steps(); ++i) {
+    const runtime::Bodies* b = session.step_bodies(i);
+    if (!b) continue;
+    for (const runtime::Bodies::Stats& st : b->stats()) {
+      auto it = before.find({i, st.attribute});
+      const long long n = st.runs - (it == before.end() ? 0 : it->second);
+      r.bodies.push_back({session.step_node(i).name, session.step_node(i).op_type, st.attribute, st.fallback, n / runs});
+    }
+  }
+  const double instrumented = static_cast<double>(r.instrumented_samples_ms.size());
+  for (const auto& [key, b] : timed) {
+    BodyNodeResult x = b;
+    x.calls /= instrumented;
+    x.ms /= instrumented;
+    const double owner = owner_ms.count(x.owner) ? owner_ms[x.owner] : 0;
+    x.pct_of_owner = owner > 0 ? 100.0 * x.ms / owner : 0;
+    r.body_nodes.push_back(std::move(x));
+  }
+  std::stable_sort(r.body_nodes.begin(), r.body_nodes.end(), [](const BodyNodeResult& a, const BodyNodeResult& b) { return a.ms > b.ms; });
+}
+}  // namespace
+
 ProfileResult profile_model(const ir::Graph& graph, const ProfileOptions& opt, const runtime::TensorMap* given) {
   runtime::SessionOptions so;
   so.threads = opt.threads;
@@ -178,6 +227,7 @@ ProfileResult profile_model(const ir::Graph& graph, const ProfileOptions& opt, c
 
   // Plain and instrumented runs, interleaved so that drift of the machine affects both alike.
   TimingObserver timer(steps);
+  const auto runs_before = body_runs(session);
   std::vector<std::vector<double>> layer_ms(steps);
   std::vector<double> last_start_us(steps), last_dur_us(steps);
   double plain_total_s = 0;
@@ -236,6 +286,7 @@ ProfileResult profile_model(const ir::Graph& graph, const ProfileOptions& opt, c
     r.layers.push_back(std::move(L));
   }
   r.attribution_pct = r.plain_ms.median > 0 ? 100.0 * r.layer_sum_ms / r.plain_ms.median : 0;
+  profile_bodies(session, runs_before, timer.body_, r);
 
   // Chrome trace of the last instrumented run, in execution order.
   nlohmann::json ev = nlohmann::json::array();
@@ -385,6 +436,13 @@ nlohmann::json to_json(const ProfileResult& r) {
     }
     layers.push_back(j);
   }
+  nlohmann::json bodies = nlohmann::json::array(), body_nodes = nlohmann::json::array();
+  for (const BodyResult& b : r.bodies)
+    bodies.push_back({{"owner", b.owner}, {"op", b.op}, {"attribute", b.attribute}, {"runs_per_inference", b.runs},
+                      {"fallback", b.fallback.empty() ? nlohmann::json(nullptr) : nlohmann::json(b.fallback)}});
+  for (const BodyNodeResult& b : r.body_nodes)
+    body_nodes.push_back({{"owner", b.owner}, {"attribute", b.attribute}, {"name", b.name}, {"op", b.op}, {"algorithm", b.algorithm},
+                          {"calls_per_inference", b.calls}, {"ms_per_inference", b.ms}, {"pct_of_owner", b.pct_of_owner}});
   nlohmann::json ops = nlohmann::json::array();
   for (auto& o : r.op_types)
     ops.push_back({{"op", o.op}, {"count", o.count}, {"ms", o.ms}, {"pct", o.pct}, {"cum_pct", o.cum_pct},
@@ -409,6 +467,8 @@ nlohmann::json to_json(const ProfileResult& r) {
       {"total_bytes", r.total_bytes},
       {"cpu_peak", to_json(r.peak, r.threads)},
       {"layers", layers},
+      {"bodies", bodies},
+      {"body_nodes", body_nodes},
       {"op_types", ops},
       {"coverage", {{"target", r.coverage}, {"op_types", r.op_types_for_coverage}}},
   };
@@ -572,6 +632,22 @@ std::string format_report(const ProfileResult& r, size_t top) {
                      L.ms.noisy ? "  [noisy]" : "");
   }
   if (n < r.layers.size()) o += fmt::format("... {} more layers (--top 0 shows all)\n", r.layers.size() - n);
+  if (!r.bodies.empty()) {
+    o += "\ncontrol-flow bodies (their time is inside the owner's row):\n";
+    for (const BodyResult& b : r.bodies)
+      o += fmt::format("  {} ({}) {}: {:.4g} run{} per inference{}\n", b.owner, b.op, b.attribute, b.runs, b.runs == 1 ? "" : "s",
+                       b.fallback.empty() ? "" : ", on the reference interpreter: " + b.fallback);
+    const size_t nb = top == 0 ? r.body_nodes.size() : std::min(top, r.body_nodes.size());
+    if (nb > 0)
+      o += fmt::format("{:<28} {:<14} {:<10} {:<24} {:>8} {:>9} {:>8}\n", "body node", "op", "algorithm", "in (owner/attribute)", "calls",
+                       "ms", "%owner");
+    for (size_t i = 0; i < nb; ++i) {
+      const BodyNodeResult& b = r.body_nodes[i];
+      o += fmt::format("{:<28} {:<14} {:<10} {:<24} {:>8.4g} {:>9.4f} {:>8.1f}\n", trunc_front(b.name, 28), trunc(b.op, 14),
+                       trunc(b.algorithm, 10), trunc_front(b.owner + "/" + b.attribute, 24), b.calls, b.ms, b.pct_of_owner);
+    }
+    if (nb < r.body_nodes.size()) o += fmt::format("... {} more body nodes (--top 0 shows all)\n", r.body_nodes.size() - nb);
+  }
   o += fmt::format("\nattribution: sum of per-layer medians {:.3f} ms = {:.1f}% of the plain whole-model median "
                    "{:.3f} ms\n",
                    r.layer_sum_ms, r.attribution_pct, p.median);

@@ -62,6 +62,21 @@ struct LayerResult {
   int energy_iterations = 0;       // replay iterations under the sensor (0: modelled)
 };
 
+// A node inside a control-flow body (If/Loop/Scan/SequenceMap), its time summed over the
+// body's runs in one inference (the mean over the instrumented runs). Its owner's row in
+// `layers` already contains this time.
+struct BodyNodeResult {
+  std::string owner, attribute, name, op, algorithm;
+  double calls = 0;          // per inference
+  double ms = 0;             // per inference
+  double pct_of_owner = 0;   // of the owner's median time
+};
+// A graph attribute of a control-flow node: how often it ran per inference (Loop iterations,
+// Scan steps, the If branch taken) and, when it ran on the reference interpreter, why.
+struct BodyResult {
+  std::string owner, op, attribute, fallback;
+  double runs = 0;  // per inference
+};
 struct OpTypeResult {
   std::string op;
   int count = 0;
@@ -94,6 +109,8 @@ struct ProfileResult {
   Stats plain_ms, instrumented_ms;
   double overhead_pct = 0;
   std::vector<LayerResult> layers;  // sorted by median time, largest first
+  std::vector<BodyResult> bodies;
+  std::vector<BodyNodeResult> body_nodes;  // largest first
   std::vector<OpTypeResult> op_types;
   double coverage = 0.9;
   int op_types_for_coverage = 0;

@@ -10,6 +10,7 @@
 #include "joule/ops/op.h"
 #include "joule/passes/check_support.h"
 #include "joule/passes/infer_shapes.h"
+#include "joule/runtime/bodies.h"
 #include "joule/runtime/placement.h"
 
 namespace joule::runtime {
@@ -101,7 +102,7 @@ Session::Session(ir::Graph graph, SessionOptions options) : graph_(std::move(gra
   for (auto& [name, t] : graph_.initializers) defined[name] = true;
   for (size_t idx : order) {
     const ir::Node& n = *graph_.nodes[idx];
-    Step st{idx, ops::find_op(n.domain, n.op_type), nullptr, {}, {}, {}, node_device(n), {}};
+    Step st{idx, ops::find_op(n.domain, n.op_type), nullptr, {}, {}, {}, node_device(n), {}, nullptr};
     for (auto& in : n.inputs) {
       if (in.empty()) {
         st.in_slots.push_back(-1);
@@ -114,6 +115,11 @@ Session::Session(ir::Graph graph, SessionOptions options) : graph_(std::move(gra
     for (auto& out : n.outputs) {
       st.out_slots.push_back(out.empty() ? -1 : slot(out));
       if (!out.empty()) defined[out] = true;
+    }
+    if (has_bodies(n)) {
+      SessionOptions body_options = options;
+      body_options.threads = threads;
+      st.bodies = std::make_shared<const Bodies>(n, std::move(body_options));
     }
     steps_.push_back(std::move(st));
   }
@@ -227,9 +233,15 @@ void Session::plan_activations(const std::vector<int>& last) {
       v.bytes = static_cast<size_t>(shape_numel(t->static_shape())) * dtype_size(t->dtype);
     }
   }
-  // Inputs and constants are never planned; a view of one is not either.
+  // Inputs and constants are never planned; a view of one is not either. Nor is a value that
+  // an op taking sequences or optionals reads (SequenceInsert, Optional, Loop, ...): the value
+  // it returns may hold that tensor past its last use here.
   for (size_t s = 0; s < values.size(); ++s)
     if (values[s].def < 0) values[s].bytes = 0;
+  for (const Step& st : steps_)
+    if (st.def && st.def->any_value)
+      for (int s : st.in_slots)
+        if (s >= 0) values[static_cast<size_t>(s)].bytes = 0;
   // Host and GPU values in arenas of their own.
   std::vector<PlannedValue> on_gpu = values;
   for (size_t s = 0; s < values.size(); ++s) (slot_device_[s] < 0 ? on_gpu[s] : values[s]).bytes = 0;
@@ -303,7 +315,7 @@ Session::~Session() = default;
 void Session::replay_step(size_t i, const std::vector<const Tensor*>& inputs) {
   const Step& st = steps_.at(i);
   const ir::Node& n = *graph_.nodes[st.node];
-  ops::KernelContext k{n, graph_.opset(n.domain), inputs, {}, pool_.get()};
+  ops::KernelContext k{n, graph_.opset(n.domain), inputs, {}, pool_.get(), st.bodies.get()};
   k.outputs.resize(n.outputs.size());
   if (st.kernel)
     st.kernel->run(k);
@@ -365,7 +377,8 @@ TensorMap Session::run(const TensorMap& inputs) {
       in_ptrs.push_back(s < 0 ? nullptr : dev ? &device_constants_[static_cast<size_t>(s)] : &slots[s]);
     }
     for (auto* o : observers_) o->before_node(si, n, in_ptrs);
-    ops::KernelContext k{n, graph_.opset(n.domain), in_ptrs, {}, pool_.get()};
+    ops::KernelContext k{n, graph_.opset(n.domain), in_ptrs, {}, pool_.get(), st.bodies.get()};
+    if (st.bodies) st.bodies->attach(observers_.empty() ? nullptr : &observers_, si);
     k.outputs.resize(n.outputs.size());
     for (size_t j = 0; j < st.out_slots.size(); ++j) {  // planned buffers for the kernel to fill
       const int s = st.out_slots[j];

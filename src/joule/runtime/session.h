@@ -31,7 +31,13 @@ class Observer {
   virtual void after_node(size_t /*step*/, const ir::Node& /*node*/,
                           const std::vector<const Tensor*>& /*inputs*/,
                           const std::vector<Tensor>& /*outputs*/) {}
+  // A node of a control-flow body (If/Loop/Scan/SequenceMap, at any depth) ran inside `step`:
+  // `owner` holds the body as its graph attribute `attribute`; `ms` is the node's wall time.
+  virtual void body_node(size_t /*step*/, const ir::Node& /*owner*/, const std::string& /*attribute*/, const ir::Node& /*node*/,
+                         const std::string& /*algorithm*/, double /*ms*/) {}
 };
+
+class Bodies;
 
 struct SessionOptions {
   int threads = 0;                          // 0: all cores available to the process
@@ -86,6 +92,8 @@ class Session {
   // Runs step i's chosen kernel once more on `inputs` (its own, as an observer saw them), on the
   // step's device, and waits for it: energy replay of one layer.
   void replay_step(size_t i, const std::vector<const Tensor*>& inputs);
+  // Step i's control-flow bodies as planned sessions (null when its node has none).
+  const Bodies* step_bodies(size_t i) const { return steps_[i].bodies.get(); }
   ThreadPool& pool() { return *pool_; }
 
   // Largest total size of live intermediate and output tensors during the last run
@@ -111,6 +119,7 @@ class Session {
     std::vector<int> free_after;  // slots whose last use is this step
     int device = -1;              // where it runs
     std::vector<bool> device_constant;  // per input: read the constant's GPU copy
+    std::shared_ptr<const Bodies> bodies;  // If/Loop/Scan: its bodies' sessions
   };
   void check_input(const std::string& name, const Tensor& t) const;
   void choose_kernels(const kernels::AlgoSpec& spec, bool release_packed);
