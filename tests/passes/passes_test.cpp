@@ -812,3 +812,51 @@ TEST_P(PipelineOnPyTorchModel, StillMatchesPyTorch) {
 INSTANTIATE_TEST_SUITE_P(Torchvision, PipelineOnPyTorchModel,
                          ::testing::Values("resnet18", "mobilenet_v2", "mobilenet_v3_small", "vit_small",
                                            "transformer_encoder"));
+
+// The default pipeline reaches into control-flow bodies: an If whose then-branch convolves an
+// outer-scope value (x) with a BatchNorm and Relu after it gets the BN folded and the Relu
+// fused (FusedConv) inside the branch, with the outer-scope bias added after it; both branches
+// still compute what they did, and the report lists the bodies.
+TEST(Passes, DefaultPipelineOptimisesControlFlowBodies) {
+  GraphBuilder then_b, else_b;
+  then_b.init("w", random_tensor({4, 4, 3, 3}, 14))
+      .init("scale", random_tensor({4}, 11))
+      .init("shift", random_tensor({4}, 12))
+      .init("mean", random_tensor({4}, 13))
+      .init("var", Tensor::from_vector<float>({1.f, 2.f, 0.5f, 1.5f}, {4}))
+      .node("Conv", {"x", "w"}, {"c"}, {{"pads", Ints{1, 1, 1, 1}}}, "then_conv")
+      .node("BatchNormalization", {"c", "scale", "shift", "mean", "var"}, {"bn"}, {}, "then_bn")
+      .node("Relu", {"bn"}, {"r"}, {}, "then_relu")
+      .node("Add", {"r", "bias"}, {"t"}, {}, "then_add")
+      .output("t");
+  else_b.node("Neg", {"x"}, {"n"}, {}, "else_neg").node("Identity", {"n"}, {"e"}, {}, "else_id").output("e");
+  then_b.g.name = "then", else_b.g.name = "else";
+  GraphBuilder b;
+  b.input("x", DType::Float32, {1, 4, 6, 6})
+      .input("cond", DType::Bool, {})
+      .init("bias", random_tensor({1, 4, 1, 1}, 16))
+      .node("If", {"cond", "x", "bias"}, {"y"},
+            {{"then_branch", std::make_shared<const ir::Graph>(then_b.g)}, {"else_branch", std::make_shared<const ir::Graph>(else_b.g)}},
+            "branch")
+      .output("y");
+  b.g.nodes[0]->captured = {"x", "bias"};
+  const ir::Graph before = b.build();
+  ir::Graph after = before;
+  passes::PassOptions o;
+  o.verify = true;
+  const nlohmann::json report = passes::run_pipeline(after, passes::default_pipeline(), o);
+  ASSERT_EQ(report["bodies"].size(), 2u);
+  const ir::Graph& then_g = after.nodes[0]->attr_graph("then_branch");
+  ASSERT_EQ(then_g.nodes.size(), 2u);
+  EXPECT_EQ(then_g.nodes[0]->op_type, "FusedConv");
+  EXPECT_EQ(then_g.nodes[1]->op_type, "Add");
+  EXPECT_EQ(then_g.inputs.size(), 0u) << "the outer values added for the passes are removed again";
+  EXPECT_EQ(after.nodes[0]->attr_graph("else_branch").nodes.size(), 1u) << "Identity eliminated";
+  const Tensor x = random_tensor({1, 4, 6, 6}, 15);
+  for (bool c : {true, false}) {
+    runtime::TensorMap in = {{"x", x}, {"cond", Tensor::scalar<bool>(c)}};
+    const Tensor want = runtime::Session(before).run(in).at("y");
+    const Tensor got = runtime::Session(after).run(in).at("y");
+    EXPECT_LT(rel_error(got, want), 1e-5) << (c ? "then" : "else");
+  }
+}

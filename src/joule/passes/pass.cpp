@@ -1,5 +1,6 @@
 #include "joule/passes/pass.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "joule/passes/annotate_costs.h"
@@ -24,6 +25,50 @@ PassResult annotate_costs_pass(ir::Graph& g, const PassOptions&) {
   PassResult p;
   p.info = {{"macs", t.macs}, {"flops", t.flops}, {"bytes", t.bytes}, {"nodes_without_shapes", t.nodes_without_shapes}};
   return p;
+}
+
+// The passes on every body of g's control-flow nodes, depth first, after g's own. A body is
+// optimised as a graph of its own, with the outer-scope values it reads added as inputs typed
+// as in g (so shape inference, folding and fusion see them) and removed again after; a body the
+// passes cannot analyse (an input without a type) is left as it was, and the report says why.
+void run_on_bodies(ir::Graph& g, const std::vector<const PassDef*>& defs, const PassOptions& options, nlohmann::json& report) {
+  for (auto& n : g.nodes) {
+    const size_t first = n->explicit_inputs();
+    for (auto& [attr, a] : n->attrs) {
+      auto* ref = std::get_if<ir::GraphRef>(&a);
+      if (!ref || !*ref) continue;
+      ir::Graph body = **ref;
+      const size_t own_inputs = body.inputs.size();
+      std::vector<std::string> added;
+      for (size_t i = 0; i < n->captured.size(); ++i) {
+        const std::string& name = n->captured[i];
+        if (body.is_initializer(name) || std::find(body.inputs.begin(), body.inputs.end(), name) != body.inputs.end()) continue;
+        body.inputs.push_back(name);
+        added.push_back(name);
+        const std::string& bound = n->inputs[first + i];
+        if (const ir::TensorType* t = bound.empty() ? nullptr : g.type_of(bound)) body.types[name] = *t;
+      }
+      const size_t before = body.nodes.size();
+      nlohmann::json entry = {{"owner", n->name}, {"attribute", attr}, {"nodes_before", before}};
+      try {
+        for (const PassDef* d : defs) {
+          d->fn(body, options);
+          if (options.verify) require_valid(body, n->where() + " " + attr + ": after pass '" + d->name + "'");
+        }
+        run_on_bodies(body, defs, options, report);
+      } catch (const Error& e) {
+        if (e.kind() == Error::Kind::Internal) throw;
+        entry["skipped"] = e.what();
+        report["bodies"].push_back(entry);
+        continue;
+      }
+      body.inputs.resize(own_inputs);
+      for (const std::string& name : added) body.types.erase(name);
+      entry["nodes_after"] = body.nodes.size();
+      report["bodies"].push_back(entry);
+      *ref = std::make_shared<const ir::Graph>(std::move(body));
+    }
+  }
 }
 
 }  // namespace
@@ -123,6 +168,10 @@ nlohmann::json run_pipeline(ir::Graph& g, const std::vector<std::string>& names,
                                 {"info", r.info}});
     if (options.after_pass) options.after_pass(d->name, g);
   }
+  PassOptions body_options = options;
+  body_options.after_pass = nullptr;
+  report["bodies"] = nlohmann::json::array();
+  run_on_bodies(g, defs, body_options, report);
   report["nodes_after"] = g.nodes.size();
   report["initializers_after"] = g.initializers.size();
   report["ms"] = total_ms;

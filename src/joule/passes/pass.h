@@ -63,7 +63,10 @@ std::vector<std::string> parse_pipeline(const std::string& spec);
 
 // Runs the passes in order. Returns {"passes": [{"pass", "changed", "ms", "nodes_before",
 // "nodes_after", "info"}...], "nodes_before", "nodes_after", "initializers_before",
-// "initializers_after", "ms"}. Throws BadInput for an unknown name (before running any).
+// "initializers_after", "ms", "bodies": [{"owner", "attribute", "nodes_before", "nodes_after" |
+// "skipped"}...]}. The passes then run on every control-flow body too (If/Loop/Scan, at any
+// depth), each body with the outer-scope values it reads typed as in the graph. Throws BadInput
+// for an unknown name (before running any).
 nlohmann::json run_pipeline(ir::Graph& g, const std::vector<std::string>& names, const PassOptions& options = {});
 
 // Transform passes (one file each).
