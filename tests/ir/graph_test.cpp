@@ -90,3 +90,53 @@ TEST(Printer, TextAndDotMentionEveryNode) {
   EXPECT_EQ(dot.rfind("digraph", 0), 0u);
   EXPECT_NE(txt.find("return %y"), std::string::npos);
 }
+
+// A Loop's body and an If nested in it appear in the text (nested blocks) and in the DOT
+// (dashed clusters, each entered from its owner), node by node.
+TEST(Printer, TextAndDotShowControlFlowBodies) {
+  ir::Graph then_g, else_g, body;
+  auto add = [](ir::Graph& g, const std::string& op, std::vector<std::string> in, std::vector<std::string> out, const std::string& name) {
+    ir::Node n;
+    n.op_type = op;
+    n.name = name;
+    n.inputs = std::move(in);
+    n.outputs = std::move(out);
+    g.add_node(std::move(n));
+  };
+  add(then_g, "Neg", {"acc"}, {"t"}, "then_neg");
+  then_g.outputs = {"t"};
+  add(else_g, "Abs", {"acc"}, {"e"}, "else_abs");
+  else_g.outputs = {"e"};
+  body.name = "loop_body";
+  body.inputs = {"i", "c", "acc"};
+  add(body, "Identity", {"c"}, {"c2"}, "body_cond");
+  ir::Node branch;
+  branch.op_type = "If";
+  branch.name = "body_if";
+  branch.inputs = {"c", "acc"};
+  branch.captured = {"acc"};
+  branch.outputs = {"acc2"};
+  branch.attrs["then_branch"] = std::make_shared<const ir::Graph>(then_g);
+  branch.attrs["else_branch"] = std::make_shared<const ir::Graph>(else_g);
+  body.add_node(std::move(branch));
+  body.outputs = {"c2", "acc2"};
+  ir::Graph g;
+  g.inputs = {"n", "x"};
+  ir::Node loop;
+  loop.op_type = "Loop";
+  loop.name = "the_loop";
+  loop.inputs = {"n", "", "x"};
+  loop.outputs = {"y"};
+  loop.attrs["body"] = std::make_shared<const ir::Graph>(body);
+  g.add_node(std::move(loop));
+  g.outputs = {"y"};
+  const std::string txt = ir::to_text(g), dot = ir::to_dot(g);
+  for (const std::string name : {"body_cond", "body_if", "then_neg", "else_abs"}) {
+    EXPECT_NE(txt.find("# " + name), std::string::npos) << name;
+    EXPECT_NE(dot.find(name), std::string::npos) << name;
+  }
+  EXPECT_NE(txt.find("body: graph loop_body"), std::string::npos) << txt;
+  EXPECT_NE(dot.find("subgraph cluster_0"), std::string::npos);
+  EXPECT_NE(dot.find("subgraph cluster_2"), std::string::npos) << "the If's two branches nested in the body's cluster";
+  EXPECT_NE(dot.find("n0 -> b0_n0 [style=dotted, lhead=cluster_0]"), std::string::npos) << dot;
+}

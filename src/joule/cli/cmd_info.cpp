@@ -38,6 +38,18 @@ void print_plan(const nlohmann::json& p) {
              human_bytes(m["naive_bytes"].get<double>()));
 }
 
+// The nodes of control-flow bodies under their owner, indented by depth.
+void print_bodies(const nlohmann::json& bodies, int depth) {
+  const std::string pad(static_cast<size_t>(2 * depth), ' ');
+  for (auto& b : bodies) {
+    fmt::print("{}{} '{}' ({} nodes):\n", pad, b["attribute"].get<std::string>(), b["graph"].get<std::string>(), b["nodes"].size());
+    for (auto& n : b["nodes"]) {
+      fmt::print("{}  {:<{}} {}\n", pad, n["name"].get<std::string>(), std::max(0, 38 - 2 * depth), n["op"].get<std::string>());
+      if (n.contains("bodies")) print_bodies(n["bodies"], depth + 2);
+    }
+  }
+}
+
 void print_table(const nlohmann::json& j, bool nodes) {
   fmt::print("model: {}  (producer: {}, opsets:", j["graph"].get<std::string>(), j["producer"].get<std::string>());
   for (auto& [d, v] : j["opsets"].items()) fmt::print(" {}={}", d, v.get<int64_t>());
@@ -61,11 +73,13 @@ void print_table(const nlohmann::json& j, bool nodes) {
                100.0 * h["macs"].get<double>() / total);
   if (nodes) {
     fmt::print("\n{:<40} {:<18} {:>10} {:>10}  {}\n", "node", "op", "MACs", "FLOPs", "output");
-    for (auto& n : j["nodes"])
+    for (auto& n : j["nodes"]) {
       fmt::print("{:<40} {:<18} {:>10} {:>10}  {}\n", n["name"].get<std::string>(), n["op"].get<std::string>(),
                  n.contains("macs") ? human_count(n["macs"].get<double>()) : "?",
                  n.contains("flops") ? human_count(n["flops"].get<double>()) : "?",
                  n["outputs"].empty() ? "" : n["outputs"][0].get<std::string>());
+      if (n.contains("bodies")) print_bodies(n["bodies"], 1);
+    }
   }
   auto& bad = j["unsupported"];
   if (bad.empty()) {

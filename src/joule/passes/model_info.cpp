@@ -8,6 +8,26 @@
 
 namespace joule::passes {
 
+namespace {
+// The nodes of a control-flow node's bodies (If branches, Loop/Scan bodies), nested: [{"attribute",
+// "graph", "nodes": [{"name", "op"[, "bodies"]}...]}...]; empty for other nodes.
+nlohmann::json bodies_of(const ir::Node& n) {
+  nlohmann::json r = nlohmann::json::array();
+  for (const auto& [attr, a] : n.attrs) {
+    const auto* ref = std::get_if<ir::GraphRef>(&a);
+    if (!ref || !*ref) continue;
+    nlohmann::json nodes = nlohmann::json::array();
+    for (const auto& b : (*ref)->nodes) {
+      nlohmann::json bj = {{"name", b->name}, {"op", b->op_type}};
+      if (nlohmann::json sub = bodies_of(*b); !sub.empty()) bj["bodies"] = std::move(sub);
+      nodes.push_back(std::move(bj));
+    }
+    r.push_back({{"attribute", attr}, {"graph", (*ref)->name}, {"nodes", std::move(nodes)}});
+  }
+  return r;
+}
+}  // namespace
+
 nlohmann::json model_info(ir::Graph& g) {
   using nlohmann::json;
   json j;
@@ -56,6 +76,7 @@ nlohmann::json model_info(ir::Graph& g) {
       nj["flops"] = c["flops"];
       nj["bytes"] = c["bytes"];
     }
+    if (json b = bodies_of(*n); !b.empty()) nj["bodies"] = std::move(b);
     nodes.push_back(nj);
   }
   json hj = json::array();
