@@ -211,3 +211,35 @@ TEST(Api, DataFeedsModelsWithoutABatchAxis) {
     EXPECT_EQ(s.inputs[1].at("image").data<float>()[5], images.data<float>()[48 + 5]);
   }
 }
+
+// A model whose batch is fixed above 1 (exported without a dynamic batch): the data stacks that
+// many samples per run, the last partial stack dropped; joule eval scores each output row
+// against its own label; per-sample analyses refuse it with the reason.
+TEST(Api, DataStacksSamplesForAModelWhoseBatchIsFixed) {
+  const Tensor images = random_tensor({7, 4}, 6, -1, 1);
+  Tensor labels(DType::Int64, {7});
+  for (int64_t i = 0; i < 7; ++i) {  // the label of each sample: the index of its largest value
+    const float* row = images.data<float>() + i * 4;
+    labels.data<int64_t>()[i] = std::max_element(row, row + 4) - row;
+  }
+  labels.data<int64_t>()[4] = (labels.data<int64_t>()[4] + 1) % 4;  // one wrong label
+  GraphBuilder b;
+  b.input("x", DType::Float32, {3, 4}).node("Relu", {"x"}, {"y"}).output("y");
+  const api::Model m(b.build(), "", "fixed3");
+  auto d = api::open_data(api::DataSource::from_arrays(images, labels), m, api::DataOptions{});
+  EXPECT_EQ(d->size(), 2u);
+  EXPECT_FALSE(d->batched());
+  EXPECT_NE(d->describe().find("stacked 3 per run"), std::string::npos) << d->describe();
+  EXPECT_NE(d->describe().find("last 1 samples dropped"), std::string::npos) << d->describe();
+  const joule::data::Sample s = d->get(1);
+  EXPECT_EQ(s.input.shape(), (joule::Shape{3, 4}));
+  EXPECT_EQ(s.input.data<float>()[4], images.data<float>()[16]);
+  EXPECT_EQ(s.labels.size(), 3u);
+  api::EvalOptions eo;
+  eo.data = api::DataSource::from_arrays(images, labels);
+  const api::EvalReport r = api::evaluate(m, eo);
+  EXPECT_EQ(r.result.samples, 6u);
+  EXPECT_EQ(r.result.top1, 5u);  // the relu keeps the largest positive value first; sample 4's label is wrong
+  EXPECT_THROW(api::load_samples(*d, "x", 0), Error);
+  EXPECT_EQ(api::load_samples(*d, "x", 0, false).inputs.size(), 2u);
+}

@@ -15,6 +15,7 @@
 #include "joule/core/error.h"
 #include "joule/core/file_util.h"
 #include "joule/onnx/model_io.h"
+#include "joule/passes/pass.h"
 #include "joule/quant/qdq.h"
 #include "joule/quant/sensitivity.h"
 
@@ -336,4 +337,60 @@ default:
     ASSERT_EQ(ya.shape(), yb.shape());
     for (int64_t i = 0; i < ya.numel(); ++i) EXPECT_EQ(ya.data<float>()[i], yb.data<float>()[i]) << i;
   }
+}
+
+// LSTM weights quantized, the state not: W and R become int8 initializers behind a per-row
+// DequantizeLinear (axis 1, the gate rows), the input X and the bias stay float; the quantized
+// LSTM still runs on the fast recurrent kernel after the default passes, close to float.
+TEST(QuantQdq, RecurrentLayersQuantizeTheirWeightsOnly) {
+  const int64_t H = 8, I = 5, T = 6;
+  GraphBuilder b;
+  b.input("x", DType::Float32, {T, 1, I})
+      .init("W", random_tensor({2, 4 * H, I}, 21, -0.4f, 0.4f))
+      .init("R", random_tensor({2, 4 * H, H}, 22, -0.4f, 0.4f))
+      .init("B", random_tensor({2, 8 * H}, 23, -0.1f, 0.1f))
+      .node("LSTM", {"x", "W", "R", "B"}, {"y"}, {{"hidden_size", H}, {"direction", std::string("bidirectional")}}, "lstm")
+      .output("y");
+  ir::Graph g = b.build();
+  const std::vector<NodeChoice> choices = resolve(g, QuantConfig::parse(R"(
+default:
+  weight: {format: int, bits: 8, symmetric: true, granularity: per_channel}
+  input:  {format: int, bits: 8, symmetric: false}
+  output: {format: int, bits: 8, symmetric: false}
+)",
+                                                                        "q.yaml"));
+  ASSERT_EQ(choices.size(), 1u);
+  EXPECT_TRUE(choices[0].roles[static_cast<int>(Role::Weight)].has_value());
+  EXPECT_FALSE(choices[0].roles[static_cast<int>(Role::Input)].has_value());
+  EXPECT_FALSE(choices[0].roles[static_cast<int>(Role::Output)].has_value());
+  EXPECT_EQ(choices[0].roles[static_cast<int>(Role::Weight)]->format.axis, 1);
+  QuantPlan plan = plan_quantization(g, choices);
+  const runtime::TensorMap in = {{"x", random_tensor({T, 1, I}, 24)}};
+  calibrate(g, plan, samples_of({in}), {});
+  ir::Graph q = insert_qdq(g, plan);
+  int dequantize = 0, quantize = 0;
+  for (auto& n : q.nodes) {
+    quantize += n->op_type == "QuantizeLinear";
+    if (n->op_type == "DequantizeLinear") {
+      ++dequantize;
+      EXPECT_EQ(n->attr_int("axis", -1), 1);
+    }
+  }
+  EXPECT_EQ(quantize, 0);
+  EXPECT_EQ(dequantize, 2);
+  EXPECT_EQ(q.initializers.at("B").dtype(), DType::Float32);
+  passes::run_pipeline(q, passes::default_pipeline());
+  runtime::Session sq(q), sf(g);
+  bool fast = false;
+  for (size_t i = 0; i < sq.num_steps(); ++i)
+    if (sq.step_node(i).op_type == "LSTM") fast = sq.step_node(i).meta["software"]["algorithm"] == "gemm_fused";
+  EXPECT_TRUE(fast) << "the dequantized weights are folded into constants";
+  const Tensor yq = sq.run(in).at("y"), yf = sf.run(in).at("y");
+  double err = 0, ref = 0;
+  for (int64_t i = 0; i < yq.numel(); ++i) {
+    err += std::pow(yq.data<float>()[i] - yf.data<float>()[i], 2);
+    ref += std::pow(yf.data<float>()[i], 2);
+  }
+  EXPECT_GT(err, 0.0);
+  EXPECT_GT(10 * std::log10(ref / err), 30.0);
 }

@@ -121,7 +121,7 @@ CompareReport compare(const Model& m, const CompareOptions& o, const Hooks& hook
   if (!q.eval.empty()) eval_set = open_data(q.eval, base.model, q.preprocess);
   std::unique_ptr<data::Dataset> calib_set = open_data(q.calib, base.model, q.preprocess);
   const runtime::TensorMap probe =
-      load_samples(eval_set ? *eval_set : *calib_set, base.graph.inputs[0], 1).inputs.at(0);
+      load_samples(eval_set ? *eval_set : *calib_set, base.graph.inputs[0], 1, false).inputs.at(0);
 
   std::vector<std::string> pipeline = passes::default_pipeline();
   profile::ProfileOptions po;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
 #include <filesystem>
 
 #include "joule/core/error.h"
@@ -51,6 +52,45 @@ class Unbatched final : public data::Dataset {
 
  private:
   std::unique_ptr<data::Dataset> inner_;
+};
+
+// A model whose batch is fixed above 1 (exported without a dynamic batch): `rows` consecutive
+// samples of `inner` stacked into each input; a last partial stack is dropped (said in
+// describe()). A stack with an unreadable sample is skipped whole.
+class Stacked final : public data::Dataset {
+ public:
+  Stacked(std::unique_ptr<data::Dataset> inner, int64_t rows) : inner_(std::move(inner)), rows_(rows) {}
+  size_t size() const override { return inner_->size() / static_cast<size_t>(rows_); }
+  data::Sample get(size_t i) const override {
+    std::vector<Tensor> parts;
+    data::Sample out;
+    for (int64_t r = 0; r < rows_; ++r) {
+      data::Sample s = inner_->get(i * static_cast<size_t>(rows_) + static_cast<size_t>(r));
+      if (!s.error.empty()) return data::Sample{Tensor(), -1, {}, s.error};
+      parts.push_back(s.input);
+      out.labels.push_back(s.label);
+    }
+    Shape shape = parts[0].shape();
+    shape.insert(shape.begin(), rows_);
+    out.input = Tensor(DType::Float32, shape);
+    const size_t bytes = parts[0].nbytes();
+    for (size_t r = 0; r < parts.size(); ++r)
+      std::memcpy(static_cast<std::byte*>(out.input.raw()) + r * bytes, parts[r].raw(), bytes);
+    if (!inner_->has_labels()) out.labels.clear();
+    return out;
+  }
+  bool has_labels() const override { return inner_->has_labels(); }
+  std::string describe() const override {
+    const size_t left = inner_->size() % static_cast<size_t>(rows_);
+    return inner_->describe() + fmt::format(" (stacked {} per run: the model's batch is fixed at {}{})", rows_, rows_,
+                                            left ? fmt::format("; the last {} samples dropped", left) : "");
+  }
+  std::vector<std::string> class_names() const override { return inner_->class_names(); }
+  bool batched() const override { return false; }
+
+ private:
+  std::unique_ptr<data::Dataset> inner_;
+  int64_t rows_;
 };
 
 // Does a model input of static shape `whole` lack a batch axis, as far as the data tells? Yes
@@ -132,6 +172,7 @@ std::unique_ptr<data::Dataset> open_data(const DataSource& src, const Model& m, 
   if (p.mean.empty() != p.std.empty()) fail("data: give both mean and std, or neither");
   std::unique_ptr<data::Dataset> d = src.spec.empty() ? data::open_arrays(src.images, src.labels, p) : data::open_dataset(src.spec, p);
   if (unbatched) d = std::make_unique<Unbatched>(std::move(d));
+  else if (t->dims[0].is_static() && t->dims[0].value > 1) d = std::make_unique<Stacked>(std::move(d), t->dims[0].value);
   if (how) {
     auto list = [](const std::vector<float>& v) {
       std::string s;
@@ -145,7 +186,7 @@ std::unique_ptr<data::Dataset> open_data(const DataSource& src, const Model& m, 
   return d;
 }
 
-LoadedSamples load_samples(const data::Dataset& d, const std::string& input_name, size_t limit) {
+LoadedSamples load_samples(const data::Dataset& d, const std::string& input_name, size_t limit, bool want_labels) {
   LoadedSamples r;
   const size_t n = limit ? std::min(limit, d.size()) : d.size();
   data::Loader loader(d, 0, n);
@@ -155,8 +196,11 @@ LoadedSamples load_samples(const data::Dataset& d, const std::string& input_name
       ++r.skipped;
       continue;
     }
+    if (!s->labels.empty() && want_labels)
+      fail("data: " + d.describe() + ": accuracy per sample needs a model with batch 1 or a dynamic batch (joule eval and "
+           "calibration take stacked samples)");
     r.inputs.push_back({{input_name, as_input(d.batched(), s->input)}});
-    if (d.has_labels()) r.labels.push_back(s->label);
+    if (d.has_labels() && s->labels.empty()) r.labels.push_back(s->label);
   }
   if (r.inputs.empty()) fail("data: " + d.describe() + ": no readable samples");
   return r;

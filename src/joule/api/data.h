@@ -44,7 +44,10 @@ struct LoadedSamples {
   std::vector<int64_t> labels;  // one per input when the dataset has labels
   size_t skipped = 0;
 };
-LoadedSamples load_samples(const data::Dataset& d, const std::string& input_name, size_t limit);
+// A stack of samples (a model whose batch is fixed above 1) with labels fails when
+// `want_labels` (per-sample accuracy needs one output per sample); otherwise its labels are left
+// out.
+LoadedSamples load_samples(const data::Dataset& d, const std::string& input_name, size_t limit, bool want_labels = true);
 
 // A calibration sample stream over [0, limit) of `d` (read ahead on the loader thread).
 quant::SampleFn sample_stream(const data::Dataset& d, const std::string& input_name, size_t limit);

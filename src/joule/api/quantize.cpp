@@ -114,7 +114,7 @@ SensitivityResult sensitivity(const Model& m, const SensitivityOptions& o, const
   if (src.empty()) fail("sensitivity: give calibration data (and optionally labelled eval data)");
   std::unique_ptr<data::Dataset> d = open_data(src, q.model, qo.preprocess);
   const size_t calibrated = calibrate(q, qo, hooks);
-  LoadedSamples s = load_samples(*d, q.graph.inputs[0], o.samples);
+  LoadedSamples s = load_samples(*d, q.graph.inputs[0], o.samples, !qo.eval.empty());
   if (qo.eval.empty()) s.labels.clear();  // accuracy only on the data given for it
   SensitivityResult r;
   r.report = quant::sensitivity(q.graph, q.plan, s.inputs, s.labels, so);

@@ -21,6 +21,7 @@ struct Preprocess {
 struct Sample {
   Tensor input;        // float32 with shape sample_shape (undefined when error is set)
   int64_t label = -1;  // -1: no label
+  std::vector<int64_t> labels;  // a stack of samples (a model whose batch is fixed above 1): one per row
   std::string error;   // non-empty: this sample could not be read ("PATH: not a JPEG (...)"); skip it
 };
 

@@ -25,12 +25,12 @@ bool top_k_correct(const Tensor& scores, int64_t label, int k) {
   return greater < k;
 }
 
-runtime::TensorMap model_inputs(const runtime::Session& s, const Sample& sample) {
+runtime::TensorMap model_inputs(const runtime::Session& s, const Sample& sample, bool batched) {
   if (s.input_names().size() != 1)
     fail("data: the model has " + std::to_string(s.input_names().size()) +
          " inputs; datasets feed single-input models");
   Shape shape = sample.input.shape();
-  shape.insert(shape.begin(), 1);
+  if (batched) shape.insert(shape.begin(), 1);
   return {{s.input_names()[0], sample.input.reshaped(shape)}};
 }
 
@@ -41,21 +41,37 @@ EvalResult evaluate(runtime::Session& s, const Dataset& d, size_t limit,
   EvalResult r;
   auto t0 = std::chrono::steady_clock::now();
   Loader loader(d, 0, total);
+  size_t done = 0;  // dataset entries (a stack of samples counts once)
   while (std::optional<Sample> sample = loader.next()) {
+    ++done;
     if (!sample->error.empty()) {
       std::fprintf(stderr, "joule: skipping %s\n", sample->error.c_str());
       ++r.skipped;
       continue;
     }
-    runtime::TensorMap out = s.run(model_inputs(s, *sample));
+    runtime::TensorMap out = s.run(model_inputs(s, *sample, d.batched()));
     const Tensor& y = out.at(s.output_names().at(0));
     JOULE_CHECK(y.dtype() == DType::Float32, "evaluation: the model's first output is " + y.describe() +
                                                  ", expected float32 scores");
-    r.classes = y.numel();
-    r.top1 += top_k_correct(y, sample->label, 1);
-    r.top5 += top_k_correct(y, sample->label, 5);
-    ++r.samples;
-    if (progress) progress(r.samples + r.skipped, total);
+    if (sample->labels.empty()) {
+      r.classes = y.numel();
+      r.top1 += top_k_correct(y, sample->label, 1);
+      r.top5 += top_k_correct(y, sample->label, 5);
+      ++r.samples;
+    } else {  // one output row per stacked sample
+      const int64_t rows = static_cast<int64_t>(sample->labels.size());
+      if (y.rank() < 1 || y.dim(0) != rows)
+        fail("evaluation: " + std::to_string(rows) + " samples per run, but the model's first output is " + y.describe());
+      r.classes = y.numel() / rows;
+      for (int64_t i = 0; i < rows; ++i) {
+        const float* row = y.data<float>() + i * r.classes;
+        const Tensor scores = Tensor::from_vector<float>(std::vector<float>(row, row + r.classes), {r.classes});
+        r.top1 += top_k_correct(scores, sample->labels[static_cast<size_t>(i)], 1);
+        r.top5 += top_k_correct(scores, sample->labels[static_cast<size_t>(i)], 5);
+        ++r.samples;
+      }
+    }
+    if (progress) progress(done, total);
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;

@@ -186,6 +186,7 @@ bool read_roles(const std::string& key, const YAML::Node& v, std::optional<RoleT
 // The default op type of a weight's output-channel axis (per-channel quantization).
 int weight_axis(const ir::Graph& g, const ir::Node& n) {
   if (n.op_type == "ConvTranspose") return 1;
+  if (n.op_type == "LSTM" || n.op_type == "GRU" || n.op_type == "RNN") return 1;  // W, R: [dirs, gates x hidden, K]
   if (n.op_type == "Gemm") return n.attr_int("transB", 0) ? 0 : 1;
   if (n.op_type == "MatMul") {
     const ir::TensorType* t = n.inputs.size() > 1 ? g.type_of(n.inputs[1]) : nullptr;
@@ -333,7 +334,9 @@ std::vector<NodeChoice> resolve(const ir::Graph& g, const QuantConfig& c) {
       else selected = true;
     }
     if (!selected || skip) continue;
+    const bool recurrent = n.op_type == "LSTM" || n.op_type == "GRU" || n.op_type == "RNN";
     for (Role role : kRoles) {
+      if (recurrent && role != Role::Weight) continue;  // weights only: the state stays float
       const int ri = role_index(role);
       TensorSpec spec;
       bool any = false;

@@ -63,7 +63,8 @@ struct Rule : NodeMatch {
 
 struct QuantConfig {
   std::string source;  // file name, for messages
-  std::vector<std::string> ops{"Conv", "ConvTranspose", "Gemm", "MatMul"};  // quantized by default
+  // Quantized by default. LSTM/GRU/RNN: weights only (W and R; the state stays float).
+  std::vector<std::string> ops{"Conv", "ConvTranspose", "Gemm", "MatMul", "LSTM", "GRU", "RNN"};
   std::optional<RoleText> defaults[4];
   std::vector<Rule> rules;
 
