@@ -515,6 +515,26 @@ std::string describe_plan(const ir::Graph& g, const QuantPlan& plan) {
     s += fmt::format("{:<{}}  {:<{}}  {:<{}}  {:<{}}  {}\n", r.node, w[0], r.op, w[1], r.input, w[2], r.weight, w[3],
                      r.tail);
   s += fmt::format("{} nodes quantized, {} tensors\n", plan.choices.size(), plan.points.size());
+  // What stays float: control flow and detection ops named first (a detector's box arithmetic,
+  // NMS and RoiAlign run in float32 by default), then the other op types by count.
+  std::vector<bool> quantized(g.nodes.size(), false);
+  for (const NodeChoice& c : plan.choices) quantized[c.node] = true;
+  std::map<std::string, int> left;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (!quantized[i] && g.nodes[i]->op_type != "Constant") ++left[g.nodes[i]->op_type];
+  static const std::set<std::string> kFlow = {"If", "Loop", "Scan", "SequenceMap", "NonMaxSuppression", "RoiAlign", "TopK", "NonZero"};
+  std::string flow, other;
+  std::vector<std::pair<int, std::string>> by_count;
+  for (const auto& [op, n] : left) {
+    if (kFlow.count(op)) flow += fmt::format("{}{} x{}", flow.empty() ? "" : ", ", op, n);
+    else by_count.emplace_back(-n, op);
+  }
+  std::sort(by_count.begin(), by_count.end());
+  for (size_t i = 0; i < by_count.size() && i < 6; ++i)
+    other += fmt::format("{}{} x{}", other.empty() ? "" : ", ", by_count[i].second, -by_count[i].first);
+  if (by_count.size() > 6) other += fmt::format(", {} more op types", by_count.size() - 6);
+  if (!flow.empty()) s += "left in float32: control flow and detection ops (" + flow + ")\n";
+  if (!other.empty()) s += "left in float32" + std::string(flow.empty() ? "" : ", also") + ": " + other + "\n";
   return s;
 }
 
