@@ -132,7 +132,8 @@ std::string DataSource::label() const {
   return fmt::format("array{} {}:{:016x}", shape_str(images.shape()), dtype_name(images.dtype()), h);
 }
 
-std::unique_ptr<data::Dataset> open_data(const DataSource& src, const Model& m, const DataOptions& o, std::string* how) {
+std::unique_ptr<data::Dataset> open_data(const DataSource& src, const Model& m, const DataOptions& o, std::string* how,
+                                         bool stack) {
   if (src.empty()) fail("data: none given");
   const ir::Graph& g = m.graph();
   if (g.inputs.size() != 1)
@@ -172,7 +173,7 @@ std::unique_ptr<data::Dataset> open_data(const DataSource& src, const Model& m, 
   if (p.mean.empty() != p.std.empty()) fail("data: give both mean and std, or neither");
   std::unique_ptr<data::Dataset> d = src.spec.empty() ? data::open_arrays(src.images, src.labels, p) : data::open_dataset(src.spec, p);
   if (unbatched) d = std::make_unique<Unbatched>(std::move(d));
-  else if (t->dims[0].is_static() && t->dims[0].value > 1) d = std::make_unique<Stacked>(std::move(d), t->dims[0].value);
+  else if (stack && t->dims[0].is_static() && t->dims[0].value > 1) d = std::make_unique<Stacked>(std::move(d), t->dims[0].value);
   if (how) {
     auto list = [](const std::vector<float>& v) {
       std::string s;

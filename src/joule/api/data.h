@@ -34,9 +34,11 @@ struct DataSource {
 };
 
 // Opens `src` for `m`'s single input. The sample shape is the input's shape without the batch.
-// `how` receives one line describing the preprocessing.
+// `how` receives one line describing the preprocessing. `stack`: a model whose batch is fixed
+// above 1 gets that many samples per entry (one run each); false where the caller makes its
+// own batches (training).
 std::unique_ptr<data::Dataset> open_data(const DataSource& src, const Model& m, const DataOptions& o,
-                                         std::string* how = nullptr);
+                                         std::string* how = nullptr, bool stack = true);
 
 // Samples [0, limit) (0: all) as model inputs (unreadable samples skipped with a note on stderr).
 struct LoadedSamples {

@@ -134,7 +134,7 @@ Setup setup(const Model& model, const TrainOptions& o) {
     if (o.init == "random") train::initialize_weights(g, o.seed);
     if (untied || o.init == "random") st.base = model.derived(std::move(g), model.name());
   }
-  st.data = open_data(o.data, st.base, o.preprocess, &st.how);
+  st.data = open_data(o.data, st.base, o.preprocess, &st.how, false);  // the trainer makes the batches
   st.input = st.base.input_names()[0];
   st.in_shape = {o.batch};
   const data::Sample s = st.data->get(0);
@@ -163,7 +163,7 @@ TrainReport train(const Model& model, const TrainOptions& o, const Hooks& hooks)
   const std::unique_ptr<data::Dataset>& data = st.data;
   const std::string& how = st.how;
   std::unique_ptr<data::Dataset> val;
-  if (!o.val.empty()) val = open_data(o.val, base, o.preprocess);
+  if (!o.val.empty()) val = open_data(o.val, base, o.preprocess);  // one run per sample, or per stack of a fixed batch
   // Data parallel across ranks: each global batch of batch * ranks samples is split into the
   // ranks' batches, and the gradients are averaged.
   const train::World& world = train::world();
