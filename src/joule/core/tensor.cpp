@@ -10,12 +10,53 @@
 #include <cstring>
 #include <new>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 namespace joule {
 
 int64_t shape_numel(const Shape& s) {
   int64_t n = 1;
   for (int64_t d : s) n *= d;
   return n;
+}
+
+size_t memory_limit_bytes() {
+  static const size_t limit = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    size_t phys = pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) : SIZE_MAX;
+    rlimit r{};
+    if (getrlimit(RLIMIT_AS, &r) == 0 && r.rlim_cur != RLIM_INFINITY) phys = std::min(phys, static_cast<size_t>(r.rlim_cur));
+    return phys;
+  }();
+  return limit;
+}
+
+size_t checked_nbytes(DType dtype, const Shape& s, const std::string& what) {
+  auto human = [](double b) {
+    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    int u = 0;
+    while (b >= 1024 && u < 6) b /= 1024, ++u;
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f %s", b, units[u]);
+    return std::string(buf);
+  };
+  const std::string pre = what.empty() ? "" : what + ": ";
+  const uint64_t elem = dtype == DType::String ? sizeof(std::string) : dtype_size(dtype);
+  uint64_t bytes = elem;
+  double approx = static_cast<double>(elem);
+  bool overflow = false;
+  for (int64_t d : s) {
+    if (d < 0) fail(pre + "negative dimension in " + shape_str(s));
+    approx *= static_cast<double>(d);
+    if (!overflow && __builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes)) overflow = true;
+  }
+  if (overflow && approx != 0)
+    fail(pre + "a " + std::string(dtype_name(dtype)) + shape_str(s) + " tensor has more bytes than fit in 64 bits");
+  if (bytes > memory_limit_bytes())
+    fail(pre + "a " + std::string(dtype_name(dtype)) + shape_str(s) + " tensor needs " + human(static_cast<double>(bytes)) +
+         ", more than this machine's memory (" + human(static_cast<double>(memory_limit_bytes())) + ")");
+  return overflow ? 0 : static_cast<size_t>(bytes);
 }
 
 std::string shape_str(const Shape& s) {
@@ -43,8 +84,7 @@ const char* value_kind_name(ValueKind k) {
 }
 
 Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
-  for (int64_t d : shape_)
-    JOULE_CHECK(d >= 0, "tensor dimension must be non-negative, got " + shape_str(shape_));
+  checked_nbytes(dtype_, shape_);  // nothing larger than memory is attempted
   size_t bytes = nbytes();
   size_t alloc = (bytes + 63) / 64 * 64;
   if (alloc == 0) alloc = 64;

@@ -12,6 +12,13 @@ namespace joule {
 using Shape = std::vector<int64_t>;
 
 int64_t shape_numel(const Shape& s);
+// Bytes of a tensor of this dtype and shape, checked before anything is allocated: throws
+// BadInput ("a float32[1000000,1000000] tensor needs 3.6 TiB, more than this machine's memory
+// (23.4 GiB)") when the size overflows 64 bits or exceeds the memory this process may use
+// (physical memory, or the address-space limit when lower). `what` prefixes the message.
+size_t checked_nbytes(DType dtype, const Shape& s, const std::string& what = "");
+// The memory limit checked_nbytes enforces, in bytes.
+size_t memory_limit_bytes();
 std::string shape_str(const Shape& s);        // "[1,3,224,224]"
 std::vector<int64_t> shape_strides(const Shape& s);  // row-major element strides
 

@@ -37,10 +37,25 @@ void copy_int32_field_bits(const ::onnx::TensorProto& p, Tensor& t, const std::s
   for (int i = 0; i < p.int32_data_size(); ++i) d[i] = static_cast<uint16_t>(p.int32_data(i));
 }
 
-// Reads a tensor's external data into `dst` (nbytes), after checking the location stays in the
-// model's folder and the file holds the bytes.
-void read_external(const ::onnx::TensorProto& p, const std::string& base_dir, const std::string& what,
-                   void* dst, size_t nbytes) {
+// The values a tensor stores in its typed field (float_data, int64_data, ...) for dtype dt.
+int64_t stored_values(const ::onnx::TensorProto& p, DType dt) {
+  switch (dt) {
+    case DType::Float32: return p.float_data_size();
+    case DType::Float64: return p.double_data_size();
+    case DType::Int64: return p.int64_data_size();
+    case DType::UInt64:
+    case DType::UInt32: return p.uint64_data_size();
+    default: return p.int32_data_size();
+  }
+}
+
+// Where a tensor's external data lies, after checking the location stays in the model's folder
+// and the file holds the bytes.
+struct ExternalData {
+  std::string path;
+  int64_t offset = 0;
+};
+ExternalData external_data(const ::onnx::TensorProto& p, const std::string& base_dir, const std::string& what, size_t nbytes) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (auto& kv : p.external_data()) {
@@ -62,8 +77,13 @@ void read_external(const ::onnx::TensorProto& p, const std::string& base_dir, co
          " bytes, need " + std::to_string(offset + length) + ")");
   if (static_cast<size_t>(length) != nbytes)
     fail(what + ": external data has " + std::to_string(length) + " bytes, the shape needs " + std::to_string(nbytes));
-  f.seekg(offset);
-  f.read(static_cast<char*>(dst), length);
+  return {path, offset};
+}
+
+void read_external(const ExternalData& e, void* dst, size_t nbytes) {
+  std::ifstream f(e.path, std::ios::binary);
+  f.seekg(e.offset);
+  f.read(static_cast<char*>(dst), static_cast<std::streamsize>(nbytes));
 }
 
 Tensor tensor_from_proto(const ::onnx::TensorProto& p, const std::string& base_dir,
@@ -75,24 +95,34 @@ Tensor tensor_from_proto(const ::onnx::TensorProto& p, const std::string& base_d
   Shape shape(p.dims().begin(), p.dims().end());
   for (int64_t d : shape)
     if (d < 0) fail(what + ": negative dimension in " + shape_str(shape));
+  // The data the file holds is checked against the shape before the tensor is allocated: a
+  // shape that claims more than the data (or than memory) is refused without allocating it.
+  const size_t nbytes = checked_nbytes(dt, shape, what);
+  if (dt != DType::String && p.data_location() != ::onnx::TensorProto::EXTERNAL) {
+    const size_t have = p.has_raw_data() ? p.raw_data().size()
+                                          : dtype_size(dt) * static_cast<size_t>(stored_values(p, dt));
+    if (have != nbytes)
+      fail(what + ": " + (p.has_raw_data() ? "raw_data has " + std::to_string(have) + " bytes"
+                                            : "has " + std::to_string(stored_values(p, dt)) + " values") +
+           ", shape " + shape_str(shape) + " of " + dtype_name(dt) + " needs " + std::to_string(nbytes / dtype_size(dt)) +
+           " values (" + std::to_string(nbytes) + " bytes)");
+  }
   if (dt == DType::String) {
     if (p.data_location() == ::onnx::TensorProto::EXTERNAL) fail(what + ": string tensors cannot have external data");
+    if (p.string_data_size() != shape_numel(shape))
+      fail(what + ": has " + std::to_string(p.string_data_size()) + " strings, shape needs " + std::to_string(shape_numel(shape)));
     Tensor t(dt, shape);
-    if (p.string_data_size() != t.numel())
-      fail(what + ": has " + std::to_string(p.string_data_size()) + " strings, shape needs " + std::to_string(t.numel()));
     std::copy(p.string_data().begin(), p.string_data().end(), t.data<std::string>());
     return t;
   }
-  Tensor t(dt, shape);
-  const size_t nbytes = t.nbytes();
   if (p.data_location() == ::onnx::TensorProto::EXTERNAL) {
-    read_external(p, base_dir, what, t.raw(), nbytes);
+    const ExternalData e = external_data(p, base_dir, what, nbytes);
+    Tensor t(dt, shape);
+    read_external(e, t.raw(), nbytes);
     return t;
   }
+  Tensor t(dt, shape);
   if (p.has_raw_data()) {
-    if (p.raw_data().size() != nbytes)
-      fail(what + ": raw_data has " + std::to_string(p.raw_data().size()) + " bytes, shape " +
-           shape_str(shape) + " of " + dtype_name(dt) + " needs " + std::to_string(nbytes));
     if (nbytes) std::memcpy(t.raw(), p.raw_data().data(), nbytes);
     return t;
   }
@@ -188,6 +218,16 @@ void type_to_proto(const ir::TensorType& t, ::onnx::TypeProto* tp) {
 ir::Graph graph_part_from_proto(::onnx::GraphProto& gp, const std::map<std::string, int64_t>& opsets,
                                 const std::string& base_dir, const std::string& what, bool body);
 
+// Attribute lists (pads, perm, Constant's value_ints, ...) longer than this are refused: no op
+// needs one, and a crafted file would otherwise have joule copy gigabytes of them.
+constexpr int64_t kMaxAttributeList = int64_t{1} << 24;
+
+void check_list(int64_t n, const ::onnx::AttributeProto& a, const std::string& what) {
+  if (n > kMaxAttributeList)
+    fail(what + ": attribute '" + a.name() + "' is a list of " + std::to_string(n) + " entries (joule takes at most " +
+         std::to_string(kMaxAttributeList) + ")");
+}
+
 ir::Attribute attr_from_proto(::onnx::AttributeProto& a, const std::map<std::string, int64_t>& opsets,
                               const std::string& base_dir, const std::string& what) {
   using A = ::onnx::AttributeProto;
@@ -199,9 +239,9 @@ ir::Attribute attr_from_proto(::onnx::AttributeProto& a, const std::map<std::str
     case A::INT: return static_cast<int64_t>(a.i());
     case A::STRING: return a.s();
     case A::TENSOR: return tensor_from_proto(a.t(), base_dir, what + " attribute '" + a.name() + "'");
-    case A::FLOATS: return std::vector<float>(a.floats().begin(), a.floats().end());
-    case A::INTS: return std::vector<int64_t>(a.ints().begin(), a.ints().end());
-    case A::STRINGS: return std::vector<std::string>(a.strings().begin(), a.strings().end());
+    case A::FLOATS: check_list(a.floats_size(), a, what); return std::vector<float>(a.floats().begin(), a.floats().end());
+    case A::INTS: check_list(a.ints_size(), a, what); return std::vector<int64_t>(a.ints().begin(), a.ints().end());
+    case A::STRINGS: check_list(a.strings_size(), a, what); return std::vector<std::string>(a.strings().begin(), a.strings().end());
     case A::TYPE_PROTO: return type_from_proto(a.tp(), what + " attribute '" + a.name() + "'");
     default: break;
   }
@@ -347,7 +387,9 @@ ir::Graph graph_part_from_proto(::onnx::GraphProto& gp, const std::map<std::stri
   return g;
 }
 
-constexpr const char* kNotOnnx = ": not a valid ONNX model (protobuf parse failed: truncated or corrupt file?)";
+constexpr const char* kNotOnnx =
+    ": not a valid ONNX model (protobuf parse failed: a truncated or corrupt file, a field claiming more bytes than "
+    "the file holds, or messages nested over 100 deep)";
 
 }  // namespace
 

@@ -107,6 +107,7 @@ void run(KernelContext& c) {
   }
   const auto full = full_pads(pads, axes, x.rank(), c.node);
   const Shape out = shape_of(pad_dims(dims_of(x.shape()), full, c.node));
+  checked_nbytes(x.dtype(), out, c.node.where());  // before the index maps, which are as long as the output's dims
   const size_t r = out.size();
   std::vector<std::vector<int64_t>> maps(r);
   for (size_t d = 0; d < r; ++d) {

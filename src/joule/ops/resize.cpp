@@ -303,6 +303,7 @@ void run(KernelContext& c) {
   std::optional<std::vector<int64_t>> sizes;
   read_scales_sizes(c, s, scales, sizes);
   const Plan plan = make_plan(x.shape(), scales ? &*scales : nullptr, sizes ? &*sizes : nullptr, c.node);
+  checked_nbytes(x.dtype(), plan.out, c.node.where());  // before the taps, which are as long as the output's dims
   const auto roi = roi_of(c, s, x.shape().size(), p);
   const size_t r = x.shape().size();
   // taps per axis

@@ -31,6 +31,7 @@ void infer(InferContext& c) {
 void run(KernelContext& c) {
   const Tensor& x = c.in(0);
   const Shape out = shape_of(tile_dims(dims_of(x.shape()), c.in(1).to_int_vector(), c.node));
+  checked_nbytes(x.dtype(), out, c.node.where());  // before the index maps, which are as long as the output's dims
   std::vector<std::vector<int64_t>> maps(out.size());
   for (size_t d = 0; d < out.size(); ++d) {
     maps[d].resize(static_cast<size_t>(out[d]));
