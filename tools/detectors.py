@@ -179,14 +179,19 @@ def compare(d, outdir, names):
             f"{dscore:.1e}); sorted scores differ by {sorted_diff:.1e}")
 
 
-def check(argv):
-    ap = argparse.ArgumentParser(prog="detectors.py check")
+def parser(prog):
+    """The arguments check and quant share."""
+    ap = argparse.ArgumentParser(prog=prog)
     ap.add_argument("dir")
     ap.add_argument("joule")
     ap.add_argument("--models", default=DEFAULT)
     ap.add_argument("--processes", type=int, default=3)
     ap.add_argument("--runs", type=int, default=10)
-    a = ap.parse_args(argv)
+    return ap
+
+
+def check(argv):
+    a = parser("detectors.py check").parse_args(argv)
     rows = []
     for name in a.models.split(","):
         d = os.path.join(a.dir, name)
@@ -259,13 +264,8 @@ def moved(ref, got):
 
 
 def quant(argv):
-    ap = argparse.ArgumentParser(prog="detectors.py quant")
-    ap.add_argument("dir")
-    ap.add_argument("joule")
-    ap.add_argument("--models", default=DEFAULT)
+    ap = parser("detectors.py quant")
     ap.add_argument("--config")
-    ap.add_argument("--processes", type=int, default=3)
-    ap.add_argument("--runs", type=int, default=10)
     a = ap.parse_args(argv)
     rows = []
     if not a.config:

@@ -303,4 +303,13 @@ TEST(Cli, CheckNumericsNamesTheFirstNodeWithNaNOrInf) {
     EXPECT_EQ(first["inf"].get<int64_t>(), 0) << algo;
     EXPECT_EQ(j["numerics"]["nodes_checked"].get<int64_t>(), 2) << algo;
   }
+  // bench and profile check in one run of their own, outside the timed runs.
+  const std::string nan = (dir() / "nan.npy").string();
+  const Result bench = joule_cmd("bench " + model_path() + " -i " + nan + " --check-numerics --runs 2 --warmup 0 --passes none --format json");
+  ASSERT_EQ(bench.code, 0) << bench.out;
+  EXPECT_EQ(nlohmann::json::parse(bench.out)["numerics"]["first_nonfinite"]["op"], "MatMul") << bench.out;
+  const Result prof = joule_cmd("profile " + model_path() + " -i " + nan + " --check-numerics --runs 2 --warmup 0 --passes none");
+  ASSERT_EQ(prof.code, 0) << prof.out;
+  EXPECT_NE(prof.out.find("MatMul"), std::string::npos) << prof.out;
+  EXPECT_NE(prof.out.find("numerics:"), std::string::npos) << prof.out;
 }

@@ -39,6 +39,7 @@ ProfileReport profile(const Model& m, const ProfileOptions& o, const Hooks& hook
   opt.meter.min_window_s = o.energy_window_s;
   if (!o.powercap_root.empty()) opt.meter.powercap_root = o.powercap_root;
   opt.layer_energy = o.layer_energy;
+  opt.check_numerics = o.check_numerics;
   opt.passes = passes::parse_pipeline(o.passes);
   opt.algo = o.algo.spec();
   opt.device = cuda::parse_device(o.device);

@@ -34,6 +34,7 @@ struct ProfileOptions {
   std::string out_dir;                   // "" writes nothing; else CSVs, profile.json, trace.json (resumable)
   runtime::TensorMap inputs;             // empty: seeded random inputs
   std::string opdb;                      // "" none; else append the layers' times as in-model rows (one configuration)
+  bool check_numerics = false;           // one extra run per point counting NaN/Inf per node (profile::ProfileOptions)
 };
 
 struct ProfileReport {

@@ -165,7 +165,8 @@ nlohmann::json BenchResult::to_json() const {
           {"passes", passes},
           {"int8", int8},
           {"precision", precision.to_json()},
-          {"nodes", {{"before_passes", nodes_before}, {"after_passes", nodes_after}}}};
+          {"nodes", {{"before_passes", nodes_before}, {"after_passes", nodes_after}}},
+          {"numerics", numerics}};
 }
 
 BenchResult bench(Model m, const BenchOptions& o, const Hooks& hooks) {
@@ -177,6 +178,11 @@ BenchResult bench(Model m, const BenchOptions& o, const Hooks& hooks) {
   runtime::Session& s = *p.session;
   const runtime::TensorMap inputs = o.inputs.empty() ? runtime::random_inputs(s) : o.inputs;
   const size_t total = static_cast<size_t>(o.warmup + o.runs);
+  if (o.check_numerics) {
+    runtime::NumericsReport n = runtime::check_numerics(s, inputs);
+    r.numerics = std::move(n.json);
+    r.numerics_summary = std::move(n.summary);
+  }
   for (int i = 0; i < o.warmup; ++i) {
     s.run(inputs);
     hooks.report("warm-up", i + 1, total, fmt::format("warm-up {}/{}", i + 1, o.warmup));

@@ -58,6 +58,9 @@ struct BenchOptions {
   PrepareOptions prepare;
   runtime::TensorMap inputs;  // empty: seeded random inputs at the model's shapes
   int warmup = 5, runs = 30;
+  // One more run before the timed ones, with a runtime::NumericsObserver: NaN and Inf counted in
+  // every node's outputs and the first node that has any named (the timed runs stay plain).
+  bool check_numerics = false;
 };
 
 struct BenchResult {
@@ -69,6 +72,8 @@ struct BenchResult {
   std::string passes, int8;
   size_t nodes_before = 0, nodes_after = 0;
   PrecisionReport precision;
+  nlohmann::json numerics;       // check_numerics: NumericsObserver::to_json(); else null
+  std::string numerics_summary;  // check_numerics: one line
   nlohmann::json to_json() const;  // what `joule bench --format json` prints
 };
 BenchResult bench(Model m, const BenchOptions& o, const Hooks& hooks = {});  // as run: weights held once

@@ -21,6 +21,8 @@ Action add_bench(CLI::App& app) {
   app.add_option("--warmup", a->opt.warmup, "untimed runs first")->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--runs", a->opt.runs, "timed runs")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--format", a->format, "table or json")->check(CLI::IsMember({"table", "json"}));
+  app.add_flag("--check-numerics", a->opt.check_numerics,
+               "one run before timing counts NaN and Inf in every node's outputs and names the first node that has any");
   add_prepare_options(app, a->opt.prepare, "graph passes before timing: none, default or a comma-separated list");
   add_store_option(app, a->store);
   return [a] {
@@ -41,6 +43,7 @@ Action add_bench(CLI::App& app) {
     fmt::print("3-sigma trimmed mean {:.3f} ({} discarded), cv {:.1f}%{}\n", s.trimmed_mean, s.trimmed, 100 * s.cv,
                s.noisy ? "  [noisy: cv above 5%, take more runs or quiet the machine]" : "");
     if (r.precision.precision != "fp32") fmt::print("{}\n", r.precision.summary());
+    if (!r.numerics_summary.empty()) fmt::print("{}\n", r.numerics_summary);
     return 0;
   };
 }

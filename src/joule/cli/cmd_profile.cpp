@@ -45,6 +45,8 @@ Action add_profile(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--powercap-root", o.powercap_root, "powercap sysfs root for RAPL (default /sys/class/powercap)");
   app.add_flag("--no-layer-energy", a->no_layer_energy, "skip the per-layer energy replay");
+  app.add_flag("--check-numerics", a->opt.check_numerics,
+               "one run after the warm-up counts NaN and Inf in every node's outputs and names the first node that has any");
   app.add_option("--batch", o.batches, "batch sizes to sweep, e.g. 1,8,32")->delimiter(',');
   app.add_option("--input-size", o.input_sizes, "input sizes (H = W of NCHW inputs) to sweep, e.g. 224,256")
       ->delimiter(',');

@@ -14,6 +14,7 @@
 #include "joule/passes/pass.h"
 #include "joule/runtime/bodies.h"
 #include "joule/runtime/inputs.h"
+#include "joule/runtime/numerics.h"
 
 namespace joule::profile {
 
@@ -224,6 +225,12 @@ ProfileResult profile_model(const ir::Graph& graph, const ProfileOptions& opt, c
     session.run(inputs);
     ++r.warmup_runs;
   } while (opt.warmup_time_s <= 0 || std::chrono::duration<double>(Clock::now() - w0).count() < opt.warmup_time_s);
+
+  if (opt.check_numerics) {
+    runtime::NumericsReport n = runtime::check_numerics(session, inputs);
+    r.numerics = std::move(n.json);
+    r.numerics_summary = std::move(n.summary);
+  }
 
   // Plain and instrumented runs, interleaved so that drift of the machine affects both alike.
   TimingObserver timer(steps);
@@ -468,6 +475,7 @@ nlohmann::json to_json(const ProfileResult& r) {
       {"cpu_peak", to_json(r.peak, r.threads)},
       {"layers", layers},
       {"bodies", bodies},
+      {"numerics", r.numerics},
       {"body_nodes", body_nodes},
       {"op_types", ops},
       {"coverage", {{"target", r.coverage}, {"op_types", r.op_types_for_coverage}}},
@@ -610,8 +618,10 @@ std::string format_report(const ProfileResult& r, size_t top) {
                    100 * p.cv, p.noisy ? "  [noisy: take more runs or quiet the machine]" : "");
   o += fmt::format("observer overhead: instrumented median {:.3f} ms vs plain {:.3f} ms ({:+.1f}%)\n",
                    r.instrumented_ms.median, p.median, r.overhead_pct);
-  o += fmt::format("peak: {:.1f} GFLOP/s for {} core{} ({})\n\n", r.peak_gflops, r.threads, r.threads == 1 ? "" : "s",
+  o += fmt::format("peak: {:.1f} GFLOP/s for {} core{} ({})\n", r.peak_gflops, r.threads, r.threads == 1 ? "" : "s",
                    r.peak.assumptions);
+  if (!r.numerics_summary.empty()) o += r.numerics_summary + "\n";
+  o += "\n";
   const bool en = r.energy && r.energy->layer_sum_j;
   size_t n = top == 0 ? r.layers.size() : std::min(top, r.layers.size());
   o += fmt::format("{:<28} {:<14} {:<10} {:<22} {:>10} {:>10} {:>9} {:>6} {:>6} {:>8} {:>6}{}\n", "node", "op",

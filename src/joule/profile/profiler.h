@@ -46,6 +46,9 @@ struct ProfileOptions {
   uint32_t seed = 0;
   // Called before every run (warm-up, timed, energy); may throw to stop (cancellation).
   std::function<void()> checkpoint;
+  // One run after the warm-up with a runtime::NumericsObserver (NaN and Inf per node's outputs,
+  // the first node that has any), outside the timed runs.
+  bool check_numerics = false;
 };
 
 struct LayerResult {
@@ -120,6 +123,8 @@ struct ProfileResult {
   double peak_gflops = 0;
   std::optional<EnergyResult> energy;
   nlohmann::json trace;             // Chrome trace of one instrumented run
+  nlohmann::json numerics;          // check_numerics: NumericsObserver::to_json(); else null
+  std::string numerics_summary;     // check_numerics: one line
 };
 
 // Profiles one configuration. `inputs` null: seeded random inputs at the session's shapes.

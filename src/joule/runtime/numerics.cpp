@@ -46,6 +46,19 @@ nlohmann::json NumericsObserver::to_json() const {
   return {{"nodes_checked", checked_}, {"first_nonfinite", found_ ? first_ : nlohmann::json(nullptr)}};
 }
 
+NumericsReport check_numerics(Session& s, const std::map<std::string, Tensor>& inputs) {
+  NumericsObserver numerics;
+  s.add_observer(&numerics);
+  try {
+    s.run(inputs);
+  } catch (...) {
+    s.clear_observers();
+    throw;
+  }
+  s.clear_observers();
+  return {numerics.to_json(), numerics.summary()};
+}
+
 std::string NumericsObserver::summary() const {
   if (!found_) return fmt::format("numerics: every node's output is finite ({} node runs checked)", checked_);
   return fmt::format("numerics: first non-finite output at node '{}' ({}), output '{}': {} NaN, {} Inf of {} values",

@@ -3,6 +3,7 @@
 // keeps the first node whose output holds one (the quickest way to find the layer that
 // overflows in low precision or where a bad input starts to spread). GPU outputs are copied back
 // to be counted.
+#include <map>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -26,5 +27,13 @@ class NumericsObserver : public Observer {
   size_t checked_ = 0;
   nlohmann::json first_;
 };
+
+// One run of `s` on `inputs` with a NumericsObserver (bench and profile: outside their timed
+// runs); the session's observers are cleared after it.
+struct NumericsReport {
+  nlohmann::json json;  // NumericsObserver::to_json()
+  std::string summary;  // NumericsObserver::summary()
+};
+NumericsReport check_numerics(Session& s, const std::map<std::string, Tensor>& inputs);
 
 }  // namespace joule::runtime
