@@ -3,14 +3,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <map>
+#include <random>
+#include <set>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_util.h"
 #include "graph_builder.h"
 #include "joule/core/file_util.h"
 #include "joule/onnx/model_io.h"
+#include "joule/profile/profiler.h"
 
 using namespace joule;
 using joule::testing::GraphBuilder;
@@ -116,4 +122,65 @@ TEST(ProfileCli, EnergyProbeAndCalibrateWithoutSensor) {
   EXPECT_EQ(c.code, 2) << c.out;
   EXPECT_EQ(lines(c.out), 1) << c.out;
   EXPECT_NE(c.out.find("no energy sensor"), std::string::npos) << c.out;
+}
+
+// Crash-safe sweeps (issue 15): a 16-point sweep killed with SIGKILL at 20 random moments (seeded),
+// resumed each time, then finished: every point in the overall CSV exactly once, every layer row
+// once per point, no torn line in either file, profile.json readable.
+TEST(ProfileCli, TwentyRandomKillsLoseAndRepeatNoPoint) {
+  const fs::path out = work_dir() / "killed";
+  fs::remove_all(out);
+  const std::string bin = std::string(JOULE_BINARY_DIR) + "/joule";
+  const std::vector<std::string> args = {bin, "profile", "default", "--threads", "1", "--runs", "200", "--warmup", "0",
+                                         "--batch", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16", "--quiet", "-o", out.string()};
+  std::mt19937 rng(15);
+  std::uniform_int_distribution<int> delay_ms(150, 600);
+  int killed = 0;
+  for (int i = 0; i < 20; ++i) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      freopen("/dev/null", "w", stdout);
+      std::vector<char*> argv;
+      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      execv(bin.c_str(), argv.data());
+      _exit(127);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms(rng)));
+    kill(pid, SIGKILL);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    killed += WIFSIGNALED(st);
+    if (WIFEXITED(st)) {
+      ASSERT_EQ(WEXITSTATUS(st), 0);
+    }
+  }
+  EXPECT_GE(killed, 5) << "runs should die mid-sweep: give the points more work";
+  std::printf("%d of 20 runs killed mid-sweep\n", killed);
+  std::string cmd;
+  for (size_t i = 1; i < args.size(); ++i) cmd += (i > 1 ? " " : "") + args[i];
+  const Result last = run_joule(cmd);
+  ASSERT_EQ(last.code, 0) << last.out;
+
+  const auto overall = profile::parse_csv(read_file((out / "fashion_cnn_overall.csv").string()));
+  ASSERT_EQ(overall.size(), 17u) << "a header and 16 points";
+  std::set<std::string> batches;
+  for (size_t r = 1; r < overall.size(); ++r) {
+    ASSERT_EQ(overall[r].size(), overall[0].size()) << "torn row " << r;
+    batches.insert(overall[r][3]);
+  }
+  EXPECT_EQ(batches.size(), 16u) << "every batch once";
+  const auto layers = profile::parse_csv(read_file((out / "fashion_cnn_layers.csv").string()));
+  std::map<std::string, int> rows_per_batch;
+  const auto batch_col = std::find(layers[0].begin(), layers[0].end(), "batch") - layers[0].begin();
+  ASSERT_LT(static_cast<size_t>(batch_col), layers[0].size());
+  for (size_t r = 1; r < layers.size(); ++r) {
+    ASSERT_EQ(layers[r].size(), layers[0].size()) << "torn row " << r;
+    ++rows_per_batch[layers[r][static_cast<size_t>(batch_col)]];
+  }
+  ASSERT_EQ(rows_per_batch.size(), 16u);
+  for (const auto& [b, n] : rows_per_batch) EXPECT_EQ(n, rows_per_batch.begin()->second) << "batch " << b;
+  const nlohmann::json j = nlohmann::json::parse(read_file((out / "profile.json").string()));
+  EXPECT_TRUE(j.is_object() || j.is_array());
 }
