@@ -8,6 +8,7 @@
 #include "joule/core/cpu_features.h"
 #include "joule/core/error.h"
 #include "joule/quant/sensitivity.h"
+#include "joule/runtime/observed.h"
 
 namespace joule::api {
 
@@ -80,14 +81,7 @@ void keep_fp32(const PrecisionReport& r, kernels::AlgoSpec& algo) {
 
 std::vector<LayerPrecision> bf16_layer_sqnr(runtime::Session& s, const runtime::TensorMap& inputs) {
   Bf16Checker c(s);
-  s.add_observer(&c);
-  try {
-    s.run(inputs);
-  } catch (...) {
-    s.clear_observers();
-    throw;
-  }
-  s.clear_observers();
+  runtime::run_observed(s, inputs, c);
   return c.layers;
 }
 

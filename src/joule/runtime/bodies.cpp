@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "joule/ops/subgraph_util.h"
+#include "joule/runtime/observed.h"
 
 namespace joule::runtime {
 
@@ -143,19 +144,13 @@ std::vector<Tensor> Bodies::run(const ops::KernelContext& c, const ir::Graph& bo
   for (size_t i = 0; i < inputs.size(); ++i) in[body.inputs[i]] = inputs[i];
   for (size_t i = 0; i < b->captured.size(); ++i) in[b->captured[i]] = *c.inputs[b->captured_input[i]];
   const std::vector<Observer*>* parents = observers_;
-  std::unique_ptr<Forwarder> fwd;
-  if (parents && !parents->empty()) {
-    fwd = std::make_unique<Forwarder>(*parents, step_, owner_, b->attribute);
-    b->session->add_observer(fwd.get());
-  }
   TensorMap out;
-  try {
+  if (parents && !parents->empty()) {
+    Forwarder fwd(*parents, step_, owner_, b->attribute);
+    out = run_observed(*b->session, in, fwd);
+  } else {
     out = b->session->run(in);
-  } catch (...) {
-    b->session->clear_observers();
-    throw;
   }
-  b->session->clear_observers();
   std::vector<Tensor> r;
   r.reserve(body.outputs.size());
   for (const std::string& o : body.outputs) r.push_back(out.at(o));

@@ -1,5 +1,7 @@
 #include "joule/runtime/numerics.h"
 
+#include "joule/runtime/observed.h"
+
 #include <cmath>
 
 #include <fmt/format.h>
@@ -48,14 +50,7 @@ nlohmann::json NumericsObserver::to_json() const {
 
 NumericsReport check_numerics(Session& s, const std::map<std::string, Tensor>& inputs) {
   NumericsObserver numerics;
-  s.add_observer(&numerics);
-  try {
-    s.run(inputs);
-  } catch (...) {
-    s.clear_observers();
-    throw;
-  }
-  s.clear_observers();
+  run_observed(s, inputs, numerics);
   return {numerics.to_json(), numerics.summary()};
 }
 
