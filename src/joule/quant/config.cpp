@@ -186,7 +186,7 @@ bool read_roles(const std::string& key, const YAML::Node& v, std::optional<RoleT
 // The default op type of a weight's output-channel axis (per-channel quantization).
 int weight_axis(const ir::Graph& g, const ir::Node& n) {
   if (n.op_type == "ConvTranspose") return 1;
-  if (n.op_type == "LSTM" || n.op_type == "GRU" || n.op_type == "RNN") return 1;  // W, R: [dirs, gates x hidden, K]
+  if (weights_only(n)) return 1;  // LSTM/GRU/RNN W, R: [dirs, gates x hidden, K]
   if (n.op_type == "Gemm") return n.attr_int("transB", 0) ? 0 : 1;
   if (n.op_type == "MatMul") {
     const ir::TensorType* t = n.inputs.size() > 1 ? g.type_of(n.inputs[1]) : nullptr;
@@ -198,6 +198,10 @@ int weight_axis(const ir::Graph& g, const ir::Node& n) {
 bool matches(const Rule& r, const ir::Node& n) { return r.matches(n); }
 
 }  // namespace
+
+bool weights_only(const ir::Node& n) {
+  return (n.domain.empty() || n.domain == "ai.onnx") && (n.op_type == "LSTM" || n.op_type == "GRU" || n.op_type == "RNN");
+}
 
 bool NodeMatch::matches(const ir::Node& n) const {
   // FusedConv is a Conv to the user: it is what fuse_conv made of one.
@@ -334,9 +338,8 @@ std::vector<NodeChoice> resolve(const ir::Graph& g, const QuantConfig& c) {
       else selected = true;
     }
     if (!selected || skip) continue;
-    const bool recurrent = n.op_type == "LSTM" || n.op_type == "GRU" || n.op_type == "RNN";
     for (Role role : kRoles) {
-      if (recurrent && role != Role::Weight) continue;  // weights only: the state stays float
+      if (weights_only(n) && role != Role::Weight) continue;  // the state stays float
       const int ri = role_index(role);
       TensorSpec spec;
       bool any = false;

@@ -80,6 +80,10 @@ struct NodeChoice {
   nlohmann::json to_json() const;
 };
 
+// Recurrent layers (LSTM, GRU, RNN) are quantized weights-only: W and R, never their input,
+// state or bias.
+bool weights_only(const ir::Node& n);
+
 // Resolves the config over a graph: every node whose type is in `ops` or that a (non-skip)
 // rule matches. Throws BadInput naming the rule for a rule that matches no node, and naming the
 // field for an invalid value (unknown format, bad bit width, ...).

@@ -31,7 +31,7 @@ std::optional<Role> input_role(const ir::Graph& g, const ir::Node& n, size_t i) 
   const std::string& v = n.inputs[i];
   if (v.empty() || !is_float_value(g, v)) return std::nullopt;
   const bool constant = g.is_initializer(v);
-  if (n.op_type == "LSTM" || n.op_type == "GRU" || n.op_type == "RNN")  // weights only: W and R; X and states stay float
+  if (weights_only(n))  // W and R; X and the states stay float
     return constant && (i == 1 || i == 2) ? std::optional<Role>(Role::Weight) : std::nullopt;
   const bool linear = conv_like(n.op_type) || n.op_type == "Gemm" || n.op_type == "MatMul";
   if (linear && constant && i == 1) return Role::Weight;
