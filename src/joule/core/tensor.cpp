@@ -42,21 +42,18 @@ size_t checked_nbytes(DType dtype, const Shape& s, const std::string& what) {
     return std::string(buf);
   };
   const std::string pre = what.empty() ? "" : what + ": ";
-  const uint64_t elem = dtype == DType::String ? sizeof(std::string) : dtype_size(dtype);
-  uint64_t bytes = elem;
-  double approx = static_cast<double>(elem);
-  bool overflow = false;
   for (int64_t d : s) {
     if (d < 0) fail(pre + "negative dimension in " + shape_str(s));
-    approx *= static_cast<double>(d);
-    if (!overflow && __builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes)) overflow = true;
+    if (d == 0) return 0;
   }
-  if (overflow && approx != 0)
-    fail(pre + "a " + std::string(dtype_name(dtype)) + shape_str(s) + " tensor has more bytes than fit in 64 bits");
+  uint64_t bytes = dtype_size(dtype);
+  for (int64_t d : s)
+    if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes))
+      fail(pre + "a " + std::string(dtype_name(dtype)) + shape_str(s) + " tensor has more bytes than fit in 64 bits");
   if (bytes > memory_limit_bytes())
     fail(pre + "a " + std::string(dtype_name(dtype)) + shape_str(s) + " tensor needs " + human(static_cast<double>(bytes)) +
          ", more than this machine's memory (" + human(static_cast<double>(memory_limit_bytes())) + ")");
-  return overflow ? 0 : static_cast<size_t>(bytes);
+  return static_cast<size_t>(bytes);
 }
 
 std::string shape_str(const Shape& s) {
@@ -84,8 +81,7 @@ const char* value_kind_name(ValueKind k) {
 }
 
 Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
-  checked_nbytes(dtype_, shape_);  // nothing larger than memory is attempted
-  size_t bytes = nbytes();
+  const size_t bytes = checked_nbytes(dtype_, shape_);  // nothing larger than memory is attempted
   size_t alloc = (bytes + 63) / 64 * 64;
   if (alloc == 0) alloc = 64;
   void* p = std::aligned_alloc(64, alloc);

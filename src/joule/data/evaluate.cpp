@@ -15,15 +15,18 @@ nlohmann::json EvalResult::to_json() const {
   return j;
 }
 
-bool top_k_correct(const Tensor& scores, int64_t label, int k) {
-  const float* p = scores.data<float>();
-  const int64_t n = scores.numel();
+namespace {
+// Whether `label` is among the k largest of the n scores at p (ties count against it).
+bool top_k(const float* p, int64_t n, int64_t label, int k) {
   if (label < 0 || label >= n)
     fail("evaluation: label " + std::to_string(label) + " is outside the model's " + std::to_string(n) + " outputs");
   int64_t greater = 0;
   for (int64_t i = 0; i < n; ++i) greater += p[i] > p[label];
   return greater < k;
 }
+}  // namespace
+
+bool top_k_correct(const Tensor& scores, int64_t label, int k) { return top_k(scores.data<float>(), scores.numel(), label, k); }
 
 runtime::TensorMap model_inputs(const runtime::Session& s, const Sample& sample, bool batched) {
   if (s.input_names().size() != 1)
@@ -65,9 +68,8 @@ EvalResult evaluate(runtime::Session& s, const Dataset& d, size_t limit,
       r.classes = y.numel() / rows;
       for (int64_t i = 0; i < rows; ++i) {
         const float* row = y.data<float>() + i * r.classes;
-        const Tensor scores = Tensor::from_vector<float>(std::vector<float>(row, row + r.classes), {r.classes});
-        r.top1 += top_k_correct(scores, sample->labels[static_cast<size_t>(i)], 1);
-        r.top5 += top_k_correct(scores, sample->labels[static_cast<size_t>(i)], 5);
+        r.top1 += top_k(row, r.classes, sample->labels[static_cast<size_t>(i)], 1);
+        r.top5 += top_k(row, r.classes, sample->labels[static_cast<size_t>(i)], 5);
         ++r.samples;
       }
     }

@@ -18,21 +18,15 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// (The field's length was checked against the shape before t was made: stored_values.)
 template <class Src, class Dst>
-void copy_field(const Src& field, Tensor& t, const std::string& what) {
-  if (static_cast<int64_t>(field.size()) != t.numel())
-    fail(what + ": has " + std::to_string(field.size()) + " values, shape needs " +
-         std::to_string(t.numel()));
+void copy_field(const Src& field, Tensor& t) {
   Dst* d = static_cast<Dst*>(t.raw());
   for (int i = 0; i < field.size(); ++i) d[i] = static_cast<Dst>(field.Get(i));
 }
 
 // 16-bit floats and small ints live in int32_data as their bit pattern / value.
-template <class Dst>
-void copy_int32_field_bits(const ::onnx::TensorProto& p, Tensor& t, const std::string& what) {
-  if (static_cast<int64_t>(p.int32_data_size()) != t.numel())
-    fail(what + ": has " + std::to_string(p.int32_data_size()) + " values, shape needs " +
-         std::to_string(t.numel()));
+void copy_int32_field_bits(const ::onnx::TensorProto& p, Tensor& t) {
   auto* d = static_cast<uint16_t*>(t.raw());
   for (int i = 0; i < p.int32_data_size(); ++i) d[i] = static_cast<uint16_t>(p.int32_data(i));
 }
@@ -49,13 +43,9 @@ int64_t stored_values(const ::onnx::TensorProto& p, DType dt) {
   }
 }
 
-// Where a tensor's external data lies, after checking the location stays in the model's folder
-// and the file holds the bytes.
-struct ExternalData {
-  std::string path;
-  int64_t offset = 0;
-};
-ExternalData external_data(const ::onnx::TensorProto& p, const std::string& base_dir, const std::string& what, size_t nbytes) {
+// A tensor's external data file, positioned at its bytes, after checking the location stays in
+// the model's folder and the file holds them.
+std::ifstream external_data(const ::onnx::TensorProto& p, const std::string& base_dir, const std::string& what, size_t nbytes) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (auto& kv : p.external_data()) {
@@ -77,13 +67,8 @@ ExternalData external_data(const ::onnx::TensorProto& p, const std::string& base
          " bytes, need " + std::to_string(offset + length) + ")");
   if (static_cast<size_t>(length) != nbytes)
     fail(what + ": external data has " + std::to_string(length) + " bytes, the shape needs " + std::to_string(nbytes));
-  return {path, offset};
-}
-
-void read_external(const ExternalData& e, void* dst, size_t nbytes) {
-  std::ifstream f(e.path, std::ios::binary);
-  f.seekg(e.offset);
-  f.read(static_cast<char*>(dst), static_cast<std::streamsize>(nbytes));
+  f.seekg(offset);
+  return f;
 }
 
 Tensor tensor_from_proto(const ::onnx::TensorProto& p, const std::string& base_dir,
@@ -93,8 +78,6 @@ Tensor tensor_from_proto(const ::onnx::TensorProto& p, const std::string& base_d
     fail_unsupported(what + ": tensor data type " + std::to_string(p.data_type()) + " is not supported");
   if (p.has_segment()) fail_unsupported(what + ": segmented tensors are not supported");
   Shape shape(p.dims().begin(), p.dims().end());
-  for (int64_t d : shape)
-    if (d < 0) fail(what + ": negative dimension in " + shape_str(shape));
   // The data the file holds is checked against the shape before the tensor is allocated: a
   // shape that claims more than the data (or than memory) is refused without allocating it.
   const size_t nbytes = checked_nbytes(dt, shape, what);
@@ -116,9 +99,9 @@ Tensor tensor_from_proto(const ::onnx::TensorProto& p, const std::string& base_d
     return t;
   }
   if (p.data_location() == ::onnx::TensorProto::EXTERNAL) {
-    const ExternalData e = external_data(p, base_dir, what, nbytes);
+    std::ifstream f = external_data(p, base_dir, what, nbytes);
     Tensor t(dt, shape);
-    read_external(e, t.raw(), nbytes);
+    f.read(static_cast<char*>(t.raw()), static_cast<std::streamsize>(nbytes));
     return t;
   }
   Tensor t(dt, shape);
@@ -127,19 +110,19 @@ Tensor tensor_from_proto(const ::onnx::TensorProto& p, const std::string& base_d
     return t;
   }
   switch (dt) {
-    case DType::Float32: copy_field<decltype(p.float_data()), float>(p.float_data(), t, what); break;
-    case DType::Float64: copy_field<decltype(p.double_data()), double>(p.double_data(), t, what); break;
-    case DType::Int64: copy_field<decltype(p.int64_data()), int64_t>(p.int64_data(), t, what); break;
-    case DType::UInt64: copy_field<decltype(p.uint64_data()), uint64_t>(p.uint64_data(), t, what); break;
-    case DType::UInt32: copy_field<decltype(p.uint64_data()), uint32_t>(p.uint64_data(), t, what); break;
-    case DType::Int32: copy_field<decltype(p.int32_data()), int32_t>(p.int32_data(), t, what); break;
-    case DType::Int16: copy_field<decltype(p.int32_data()), int16_t>(p.int32_data(), t, what); break;
-    case DType::UInt16: copy_field<decltype(p.int32_data()), uint16_t>(p.int32_data(), t, what); break;
-    case DType::Int8: copy_field<decltype(p.int32_data()), int8_t>(p.int32_data(), t, what); break;
-    case DType::UInt8: copy_field<decltype(p.int32_data()), uint8_t>(p.int32_data(), t, what); break;
-    case DType::Bool: copy_field<decltype(p.int32_data()), bool>(p.int32_data(), t, what); break;
+    case DType::Float32: copy_field<decltype(p.float_data()), float>(p.float_data(), t); break;
+    case DType::Float64: copy_field<decltype(p.double_data()), double>(p.double_data(), t); break;
+    case DType::Int64: copy_field<decltype(p.int64_data()), int64_t>(p.int64_data(), t); break;
+    case DType::UInt64: copy_field<decltype(p.uint64_data()), uint64_t>(p.uint64_data(), t); break;
+    case DType::UInt32: copy_field<decltype(p.uint64_data()), uint32_t>(p.uint64_data(), t); break;
+    case DType::Int32: copy_field<decltype(p.int32_data()), int32_t>(p.int32_data(), t); break;
+    case DType::Int16: copy_field<decltype(p.int32_data()), int16_t>(p.int32_data(), t); break;
+    case DType::UInt16: copy_field<decltype(p.int32_data()), uint16_t>(p.int32_data(), t); break;
+    case DType::Int8: copy_field<decltype(p.int32_data()), int8_t>(p.int32_data(), t); break;
+    case DType::UInt8: copy_field<decltype(p.int32_data()), uint8_t>(p.int32_data(), t); break;
+    case DType::Bool: copy_field<decltype(p.int32_data()), bool>(p.int32_data(), t); break;
     case DType::Float16:
-    case DType::BFloat16: copy_int32_field_bits<uint16_t>(p, t, what); break;
+    case DType::BFloat16: copy_int32_field_bits(p, t); break;
     case DType::String:
     case DType::Undefined: break;
   }

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "joule/core/error.h"
+#include "joule/runtime/algorithm.h"
 #include "joule/runtime/inputs.h"
 
 namespace joule::opdb {
@@ -36,7 +37,7 @@ class Capture : public runtime::Observer {
   std::map<size_t, std::vector<Tensor>>& want_;
 };
 
-std::string algorithm_of(const ir::Node& n) { return n.meta["software"].value("algorithm", "reference"); }
+using runtime::algorithm_of;
 }  // namespace
 
 CollectStats collect_session(runtime::Session& s, Store& db, const CollectOptions& o,

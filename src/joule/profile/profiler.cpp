@@ -12,6 +12,7 @@
 #include "joule/ops/op.h"
 #include "joule/passes/annotate_costs.h"
 #include "joule/passes/pass.h"
+#include "joule/runtime/algorithm.h"
 #include "joule/runtime/bodies.h"
 #include "joule/runtime/inputs.h"
 #include "joule/runtime/numerics.h"
@@ -56,6 +57,35 @@ std::map<std::pair<size_t, std::string>, long long> body_runs(const runtime::Ses
   return r;
 }
 
+// The bodies' rows: each body node per inference (the instrumented runs' mean), and how often
+// each body ran, from the session's counts before and after the plain and instrumented runs.
+void profile_bodies(const runtime::Session& session, const std::map<std::pair<size_t, std::string>, long long>& before,
+                    const std::map<std::string, BodyNodeResult>& timed, ProfileResult& r) {
+  const double runs = static_cast<double>(r.instrumented_samples_ms.size() + r.plain_samples_ms.size());
+  if (runs == 0) return;
+  std::map<std::string, double> owner_ms;
+  for (const LayerResult& L : r.layers) owner_ms[L.name] = L.ms.median;
+  for (size_t i = 0; i < session.num_steps(); ++i) {
+    const runtime::Bodies* b = session.step_bodies(i);
+    if (!b) continue;
+    for (const runtime::Bodies::Stats& st : b->stats()) {
+      auto it = before.find({i, st.attribute});
+      const long long n = st.runs - (it == before.end() ? 0 : it->second);
+      r.bodies.push_back({session.step_node(i).name, session.step_node(i).op_type, st.attribute, st.fallback, n / runs});
+    }
+  }
+  const double instrumented = static_cast<double>(r.instrumented_samples_ms.size());
+  for (const auto& [key, b] : timed) {
+    BodyNodeResult x = b;
+    x.calls /= instrumented;
+    x.ms /= instrumented;
+    const double owner = owner_ms.count(x.owner) ? owner_ms[x.owner] : 0;
+    x.pct_of_owner = owner > 0 ? 100.0 * x.ms / owner : 0;
+    r.body_nodes.push_back(std::move(x));
+  }
+  std::stable_sort(r.body_nodes.begin(), r.body_nodes.end(), [](const BodyNodeResult& a, const BodyNodeResult& b) { return a.ms > b.ms; });
+}
+
 // Replays each node's kernel on its own inputs under the energy meter for at least the
 // sensor's window (cache-warm, as inside a forward pass), after the node has run once.
 class ReplayObserver : public runtime::Observer {
@@ -89,10 +119,7 @@ class ReplayObserver : public runtime::Observer {
   std::optional<double> idle_w_;
 };
 
-std::string algorithm_of(const ir::Node& n) {
-  const auto& sw = n.meta["software"];
-  return sw.contains("algorithm") && sw["algorithm"].is_string() ? sw["algorithm"].get<std::string>() : "reference";
-}
+using runtime::algorithm_of;
 
 std::string algorithm_of(const runtime::Session& s) {
   std::set<std::string> algos;
@@ -147,37 +174,6 @@ ir::Graph prepared(const ir::Graph& graph, const ProfileOptions& opt) {
   };
   if (!opt.passes.empty()) passes::run_pipeline(g, opt.passes, po);
   return g;
-}
-}  // namespace
-
-namespace {
-// The bodies' rows: each body node per inference (the instrumented runs' mean), and how often
-// each body ran, from the session's counts before and after the plain and instrumented runs.
-void profile_bodies(const runtime::Session& session, const std::map<std::pair<size_t, std::string>, long long>& before,
-                    const std::map<std::string, BodyNodeResult>& timed, ProfileResult& r) {
-  const double runs = static_cast<double>(r.instrumented_samples_ms.size() + r.plain_samples_ms.size());
-  if (runs == 0) return;
-  std::map<std::string, double> owner_ms;
-  for (const LayerResult& L : r.layers) owner_ms[L.name] = L.ms.median;
-  for (size_t i = 0; i < session.num_steps(); ++i) {
-    const runtime::Bodies* b = session.step_bodies(i);
-    if (!b) continue;
-    for (const runtime::Bodies::Stats& st : b->stats()) {
-      auto it = before.find({i, st.attribute});
-      const long long n = st.runs - (it == before.end() ? 0 : it->second);
-      r.bodies.push_back({session.step_node(i).name, session.step_node(i).op_type, st.attribute, st.fallback, n / runs});
-    }
-  }
-  const double instrumented = static_cast<double>(r.instrumented_samples_ms.size());
-  for (const auto& [key, b] : timed) {
-    BodyNodeResult x = b;
-    x.calls /= instrumented;
-    x.ms /= instrumented;
-    const double owner = owner_ms.count(x.owner) ? owner_ms[x.owner] : 0;
-    x.pct_of_owner = owner > 0 ? 100.0 * x.ms / owner : 0;
-    r.body_nodes.push_back(std::move(x));
-  }
-  std::stable_sort(r.body_nodes.begin(), r.body_nodes.end(), [](const BodyNodeResult& a, const BodyNodeResult& b) { return a.ms > b.ms; });
 }
 }  // namespace
 

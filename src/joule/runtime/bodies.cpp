@@ -4,17 +4,13 @@
 #include <chrono>
 
 #include "joule/ops/subgraph_util.h"
+#include "joule/runtime/algorithm.h"
 #include "joule/runtime/observed.h"
 
 namespace joule::runtime {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-
-std::string algorithm_of(const ir::Node& n) {
-  const auto& sw = n.meta["software"];
-  return sw.contains("algorithm") && sw["algorithm"].is_string() ? sw["algorithm"].get<std::string>() : "reference";
-}
 
 // Times every node of a body session and hands it to the parent session's observers, as run
 // inside the parent's step `step`; nested bodies' reports pass through unchanged.
@@ -130,6 +126,9 @@ Bodies::Body& Bodies::body_for(const ir::Graph& g, const std::vector<Tensor>& in
 }
 
 std::vector<Tensor> Bodies::run(const ops::KernelContext& c, const ir::Graph& body, const std::vector<Tensor>& inputs) const {
+  if (inputs.size() != body.inputs.size())
+    fail(owner_.where() + ": body '" + body.name + "' takes " + std::to_string(body.inputs.size()) + " inputs, given " +
+         std::to_string(inputs.size()));
   Body* b = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -137,9 +136,6 @@ std::vector<Tensor> Bodies::run(const ops::KernelContext& c, const ir::Graph& bo
     ++b->runs;
   }
   if (!b->session) return ops::subgraph::interpret(c, body, inputs);
-  if (inputs.size() != body.inputs.size())
-    fail(owner_.where() + ": body '" + b->attribute + "' takes " + std::to_string(body.inputs.size()) + " inputs, given " +
-         std::to_string(inputs.size()));
   TensorMap in;
   for (size_t i = 0; i < inputs.size(); ++i) in[body.inputs[i]] = inputs[i];
   for (size_t i = 0; i < b->captured.size(); ++i) in[b->captured[i]] = *c.inputs[b->captured_input[i]];

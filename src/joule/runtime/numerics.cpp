@@ -1,13 +1,12 @@
 #include "joule/runtime/numerics.h"
 
-#include "joule/runtime/observed.h"
-
 #include <cmath>
 
 #include <fmt/format.h>
 
 #include "joule/core/dtype_visit.h"
 #include "joule/cuda/backend.h"
+#include "joule/runtime/observed.h"
 
 namespace joule::runtime {
 
@@ -48,17 +47,17 @@ nlohmann::json NumericsObserver::to_json() const {
   return {{"nodes_checked", checked_}, {"first_nonfinite", found_ ? first_ : nlohmann::json(nullptr)}};
 }
 
-NumericsReport check_numerics(Session& s, const std::map<std::string, Tensor>& inputs) {
-  NumericsObserver numerics;
-  run_observed(s, inputs, numerics);
-  return {numerics.to_json(), numerics.summary()};
-}
-
 std::string NumericsObserver::summary() const {
   if (!found_) return fmt::format("numerics: every node's output is finite ({} node runs checked)", checked_);
   return fmt::format("numerics: first non-finite output at node '{}' ({}), output '{}': {} NaN, {} Inf of {} values",
                      first_["node"].get<std::string>(), first_["op"].get<std::string>(), first_["output"].get<std::string>(),
                      first_["nan"].get<int64_t>(), first_["inf"].get<int64_t>(), first_["values"].get<int64_t>());
+}
+
+NumericsReport check_numerics(Session& s, const std::map<std::string, Tensor>& inputs) {
+  NumericsObserver numerics;
+  run_observed(s, inputs, numerics);
+  return {numerics.to_json(), numerics.summary()};
 }
 
 }  // namespace joule::runtime
