@@ -4,6 +4,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config
+  clang libclang-rt-dev libomp-dev
   libonnx-dev libprotobuf-dev protobuf-compiler
   libdnnl-dev libopenblas-dev libfftw3-dev
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev libsqlite3-dev libxgboost-dev libpagmo-dev libcpp-httplib-dev sqlite3 libpq-dev postgresql slurm-wlm munge

@@ -1,11 +1,15 @@
 #pragma once
 // Runs the joule binary as a user would, for CLI tests.
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace joule::testing {
 
@@ -30,6 +34,27 @@ inline std::filesystem::path scratch_dir(const std::string& tag) {
   std::filesystem::remove_all(p);
   std::filesystem::create_directories(p);
   return p;
+}
+
+// Starts `joule ARGS...` (stdout to /dev/null) and kills it with SIGKILL after `delay_ms`: the
+// crash-safety tests. Returns -1 when it was killed, else its exit code (it finished first).
+inline int run_joule_killed_after(const std::vector<std::string>& args, int delay_ms) {
+  const std::string bin = std::string(JOULE_BINARY_DIR) + "/joule";
+  const pid_t pid = fork();
+  if (pid < 0) return -2;
+  if (pid == 0) {
+    if (!std::freopen("/dev/null", "w", stdout)) _exit(126);
+    std::vector<char*> argv{const_cast<char*>(bin.c_str())};
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(bin.c_str(), argv.data());
+    _exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+  kill(pid, SIGKILL);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  return WIFSIGNALED(st) ? -1 : WEXITSTATUS(st);
 }
 
 }  // namespace joule::testing

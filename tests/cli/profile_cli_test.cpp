@@ -1,15 +1,11 @@
 // `joule profile` and `joule energy` as a user runs them: files written, resume, exit codes.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <map>
 #include <random>
 #include <set>
-#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_util.h"
@@ -130,36 +126,22 @@ TEST(ProfileCli, EnergyProbeAndCalibrateWithoutSensor) {
 TEST(ProfileCli, TwentyRandomKillsLoseAndRepeatNoPoint) {
   const fs::path out = work_dir() / "killed";
   fs::remove_all(out);
-  const std::string bin = std::string(JOULE_BINARY_DIR) + "/joule";
-  const std::vector<std::string> args = {bin, "profile", "default", "--threads", "1", "--runs", "200", "--warmup", "0",
+  const std::vector<std::string> args = {"profile", "default", "--threads", "1", "--runs", "200", "--warmup", "0",
                                          "--batch", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16", "--quiet", "-o", out.string()};
   std::mt19937 rng(15);
   std::uniform_int_distribution<int> delay_ms(150, 600);
   int killed = 0;
   for (int i = 0; i < 20; ++i) {
-    const pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      freopen("/dev/null", "w", stdout);
-      std::vector<char*> argv;
-      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      execv(bin.c_str(), argv.data());
-      _exit(127);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms(rng)));
-    kill(pid, SIGKILL);
-    int st = 0;
-    waitpid(pid, &st, 0);
-    killed += WIFSIGNALED(st);
-    if (WIFEXITED(st)) {
-      ASSERT_EQ(WEXITSTATUS(st), 0);
+    const int code = joule::testing::run_joule_killed_after(args, delay_ms(rng));
+    killed += code == -1;
+    if (code != -1) {
+      ASSERT_EQ(code, 0);
     }
   }
   EXPECT_GE(killed, 5) << "runs should die mid-sweep: give the points more work";
   std::printf("%d of 20 runs killed mid-sweep\n", killed);
   std::string cmd;
-  for (size_t i = 1; i < args.size(); ++i) cmd += (i > 1 ? " " : "") + args[i];
+  for (size_t i = 0; i < args.size(); ++i) cmd += (i > 0 ? " " : "") + args[i];
   const Result last = run_joule(cmd);
   ASSERT_EQ(last.code, 0) << last.out;
 

@@ -1,6 +1,7 @@
 #include "joule/core/npy.h"
 
 #include "joule/core/file_util.h"
+#include "joule/core/parse.h"
 
 #include <cstring>
 #include <sstream>
@@ -25,11 +26,11 @@ std::string header_field(const std::string& h, const std::string& key, const std
   if (p == std::string::npos) fail(what + ": .npy header has no '" + key + "'");
   p = h.find(':', p);
   if (p == std::string::npos) fail(what + ": malformed .npy header");
-  ++p;
-  while (p < h.size() && h[p] == ' ') ++p;
-  if (h[p] == '(') return h.substr(p, h.find(')', p) - p + 1);
-  auto e = h.find_first_of(",}", p);
-  return h.substr(p, e - p);
+  p = h.find_first_not_of(' ', p + 1);
+  const bool tuple = p != std::string::npos && h[p] == '(';
+  const size_t e = p == std::string::npos ? p : tuple ? h.find(')', p) : h.find_first_of(",}", p);
+  if (e == std::string::npos) fail(what + ": malformed .npy header (its '" + key + "')");
+  return h.substr(p, tuple ? e - p + 1 : e - p);
 }
 }  // namespace
 
@@ -64,12 +65,13 @@ Tensor parse_npy(const std::string& b, const std::string& what) {
   if (dt == DType::Undefined) fail(what + ": unsupported .npy dtype '" + descr + "'");
   if (fortran.find("True") != std::string::npos) fail(what + ": Fortran-order .npy arrays are not supported");
   Shape shape;
+  if (shape_txt.size() < 2 || shape_txt.front() != '(') fail(what + ": .npy shape is not a tuple");
   std::string s = shape_txt.substr(1, shape_txt.size() - 2);
   std::stringstream ss(s);
   std::string item;
   while (std::getline(ss, item, ',')) {
     if (item.find_first_not_of(" ") == std::string::npos) continue;
-    shape.push_back(std::stoll(item));
+    shape.push_back(parse_int64(item, what + ": .npy shape"));
   }
   Tensor t(dt, shape);
   size_t data_off = off + header_len;

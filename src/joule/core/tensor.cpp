@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <type_traits>
@@ -17,17 +18,30 @@ namespace joule {
 
 int64_t shape_numel(const Shape& s) {
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
+  for (int64_t d : s)
+    if (__builtin_mul_overflow(n, d, &n))  // [2^60, 16, 0] is empty; without a 0 it saturates
+      return std::find(s.begin(), s.end(), 0) != s.end() ? 0 : std::numeric_limits<int64_t>::max();
   return n;
 }
 
+// Physical memory, or the address-space limit when lower, or $JOULE_MEMORY_LIMIT (bytes; K/M/G
+// suffixes) when lower still: the fuzz targets set 256M so that a small file cannot make them
+// allocate what libFuzzer's RSS limit would report as a leak of gigabytes.
 size_t memory_limit_bytes() {
   static const size_t limit = [] {
+    size_t env_limit = SIZE_MAX;
+    if (const char* e = std::getenv("JOULE_MEMORY_LIMIT"); e && *e) {
+      char* end = nullptr;
+      const unsigned long long v = std::strtoull(e, &end, 10);
+      const int shift = *end == 'K' || *end == 'k' ? 10 : *end == 'M' || *end == 'm' ? 20 : *end == 'G' || *end == 'g' ? 30 : 0;
+      if (end != e && v > 0 && v < (1ull << (63 - shift))) env_limit = static_cast<size_t>(v) << shift;
+      else std::fprintf(stderr, "joule: JOULE_MEMORY_LIMIT=%s is not a byte count (e.g. 512M); ignored\n", e);
+    }
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
     size_t phys = pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) : SIZE_MAX;
     rlimit r{};
     if (getrlimit(RLIMIT_AS, &r) == 0 && r.rlim_cur != RLIM_INFINITY) phys = std::min(phys, static_cast<size_t>(r.rlim_cur));
-    return phys;
+    return std::min(phys, env_limit);
   }();
   return limit;
 }

@@ -22,9 +22,11 @@ constexpr uint32_t kLabelsMagic = 0x00000801;
 // Whole gzip stream inflated in memory (multi-member files are concatenated, as gunzip does).
 std::string gunzip(const std::string& in, const std::string& path) {
   std::string out;
-  if (in.size() >= 4) {  // ISIZE trailer: the uncompressed size mod 2^32, a good reservation hint
+  if (in.size() >= 4) {  // ISIZE trailer: the uncompressed size mod 2^32, a good reservation hint,
+    // believed only as far as deflate can expand (at most ~1032:1): a forged trailer reserves no more.
     const auto* t = reinterpret_cast<const unsigned char*>(in.data() + in.size() - 4);
-    out.reserve(static_cast<size_t>(t[0]) | t[1] << 8 | t[2] << 16 | static_cast<size_t>(t[3]) << 24);
+    const size_t isize = static_cast<size_t>(t[0]) | t[1] << 8 | t[2] << 16 | static_cast<size_t>(t[3]) << 24;
+    out.reserve(std::min(isize, in.size() * 1032));
   }
   z_stream zs{};
   if (inflateInit2(&zs, 15 + 16) != Z_OK) fail(path + ": cannot initialise zlib");
@@ -85,8 +87,10 @@ std::vector<int64_t> parse_idx_header(const std::string& b, uint32_t magic, size
   int64_t total = 1;
   for (size_t i = 0; i < ndim; ++i) {
     dims.push_back(be32(b, 4 + 4 * i));
-    total *= dims.back();  // each dim < 2^32 and at most 3 dims of a real file: checked against the size below
-    if (dims.back() == 0 || total > (int64_t{1} << 40)) fail(path + ": implausible IDX dimensions");
+    // Each dim < 2^32; the product stays below 2^40 (checked before it could overflow), and then
+    // against the file's size below.
+    if (dims.back() == 0 || dims.back() > (int64_t{1} << 40) / total) fail(path + ": implausible IDX dimensions");
+    total *= dims.back();
   }
   if (static_cast<int64_t>(b.size() - header) < total)
     fail(path + ": truncated IDX file (" + std::to_string(b.size() - header) + " data bytes, header says " +

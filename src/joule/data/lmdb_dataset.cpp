@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "joule/core/file_util.h"
+#include "joule/core/parse.h"
 #include "joule/data/image.h"
 #include "joule/data/readers.h"
 
@@ -142,10 +143,14 @@ class LmdbDataset : public Dataset {
     if (!(in >> word >> count_) || word != "count" || !(in >> word >> n_classes) || word != "classes")
       fail(dir_ + ": malformed LMDB meta record");
     std::getline(in, word);  // rest of the "classes K" line
+    if (n_classes > meta.size())  // each class name takes at least its line's newline
+      fail(dir_ + ": LMDB meta record lists fewer than " + std::to_string(n_classes) + " classes");
     classes_.resize(n_classes);
-    for (auto& c : classes_)
+    for (auto& c : classes_) {
       if (!std::getline(in, c))
         fail(dir_ + ": LMDB meta record lists fewer than " + std::to_string(n_classes) + " classes");
+      if (!is_utf8(c)) fail(dir_ + ": LMDB meta record has a class name that is not UTF-8");
+    }
   }
 
   std::string dir_;

@@ -13,6 +13,7 @@
 #include "joule/core/cpu_features.h"
 #include "joule/core/error.h"
 #include "joule/core/thread_pool.h"
+#include "joule/core/yaml_error.h"
 #include "joule/cuda/backend.h"
 #include "joule/kernels/conv/conv_node.h"
 
@@ -98,33 +99,36 @@ void AlgoSpec::add(const std::string& arg) {
 }
 
 void AlgoSpec::add_file(const std::string& path) {
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    fail(path + ": cannot read the algorithm file");
-  } catch (const YAML::Exception& e) {
-    fail(path + ": not valid YAML: " + e.what());
-  }
-  if (!root.IsMap()) fail(path + ": expected a mapping of TARGET: ALGO or [ALGO, ...]");
-  for (auto it = root.begin(); it != root.end(); ++it) {
-    const std::string target = it->first.as<std::string>();
-    const std::string where = path + ": '" + target + "'";
-    std::vector<std::string> names;
-    if (it->second.IsScalar()) {
-      names = split_list(it->second.as<std::string>());
-    } else if (it->second.IsSequence()) {
-      for (const auto& e : it->second) names.push_back(e.as<std::string>());
-    } else {
-      fail(where + ": expected an algorithm name or a list of names");
+  return read_yaml(path, [&] {
+    YAML::Node root;
+    try {
+      root = YAML::LoadFile(path);
+    } catch (const YAML::BadFile&) {
+      fail(path + ": cannot read the algorithm file");
+    } catch (const YAML::Exception& e) {
+      fail(path + ": not valid YAML: " + e.what());
     }
-    if (target == "default") {
-      if (names.size() != 1 || !is_policy(names[0])) fail(where + ": default must be guess, auto or reference");
-      policy = names[0];
-    } else {
-      add_rule(*this, where, target, std::move(names));
+    if (!root.IsMap()) fail(path + ": expected a mapping of TARGET: ALGO or [ALGO, ...]");
+    for (auto it = root.begin(); it != root.end(); ++it) {
+      const std::string target = it->first.as<std::string>();
+      const std::string where = path + ": '" + target + "'";
+      std::vector<std::string> names;
+      if (it->second.IsScalar()) {
+        names = split_list(it->second.as<std::string>());
+      } else if (it->second.IsSequence()) {
+        const YAML::Node list = it->second;  // (a handle: `it->` is a temporary, too short-lived for a range-for)
+        for (const auto& e : list) names.push_back(e.as<std::string>());
+      } else {
+        fail(where + ": expected an algorithm name or a list of names");
+      }
+      if (target == "default") {
+        if (names.size() != 1 || !is_policy(names[0])) fail(where + ": default must be guess, auto or reference");
+        policy = names[0];
+      } else {
+        add_rule(*this, where, target, std::move(names));
+      }
     }
-  }
+  });
 }
 
 bool AlgoSpec::uses_auto() const {

@@ -4,6 +4,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "joule/core/file_util.h"
+#include "joule/core/parse.h"
 
 #include <cstring>
 #include <filesystem>
@@ -50,8 +51,8 @@ std::ifstream external_data(const ::onnx::TensorProto& p, const std::string& bas
   int64_t offset = 0, length = -1;
   for (auto& kv : p.external_data()) {
     if (kv.key() == "location") location = kv.value();
-    else if (kv.key() == "offset") offset = std::stoll(kv.value());
-    else if (kv.key() == "length") length = std::stoll(kv.value());
+    else if (kv.key() == "offset") offset = parse_int64(kv.value(), what + ": external data offset");
+    else if (kv.key() == "length") length = parse_int64(kv.value(), what + ": external data length");
   }
   if (location.empty()) fail(what + ": external data without a location");
   if (fs::path(location).is_absolute() || location.find("..") != std::string::npos)
@@ -62,7 +63,7 @@ std::ifstream external_data(const ::onnx::TensorProto& p, const std::string& bas
   f.seekg(0, std::ios::end);
   int64_t size = f.tellg();
   if (length < 0) length = static_cast<int64_t>(nbytes);
-  if (offset < 0 || offset + length > size)
+  if (offset < 0 || length > size || offset > size - length)
     fail(what + ": external data " + path + " is too short (" + std::to_string(size) +
          " bytes, need " + std::to_string(offset + length) + ")");
   if (static_cast<size_t>(length) != nbytes)
@@ -362,6 +363,22 @@ ir::Graph graph_part_from_proto(::onnx::GraphProto& gp, const std::map<std::stri
           if (captured.insert(v).second) n.captured.push_back(v);
     n.inputs.insert(n.inputs.end(), n.captured.begin(), n.captured.end());
     g.add_node(std::move(n));
+  }
+  // Names go into JSON reports, which must be UTF-8 (ONNX says they are; protobuf's proto2 does
+  // not check).
+  auto check_name = [&](const std::string& name, const std::string& kind) {
+    if (!is_utf8(name)) fail(what + ": a " + kind + " name is not UTF-8");
+  };
+  check_name(g.name, "graph");
+  for (const auto& [name, t] : g.initializers) check_name(name, "initializer");
+  for (const auto& name : g.inputs) check_name(name, "graph input");
+  for (const auto& name : g.outputs) check_name(name, "graph output");
+  for (auto& n : g.nodes) {
+    check_name(n->name, "node");
+    check_name(n->op_type, "op type");
+    check_name(n->domain, "domain");
+    for (const auto& v : n->inputs) check_name(v, "node input");
+    for (const auto& v : n->outputs) check_name(v, "node output");
   }
   // Node names must be unique for per-layer reports and --algo NAME.
   std::map<std::string, int> seen;

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "joule/core/error.h"
+#include "joule/core/yaml_error.h"
 #include "joule/runtime/algorithm.h"
 #include "joule/runtime/inputs.h"
 
@@ -119,51 +120,53 @@ std::string default_sweep_config_path() {
 }
 
 SweepConfig load_sweep_config(const std::string& path) {
-  SweepConfig c;
-  c.path = path;
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    fail(path + ": cannot read the sweep config");
-  } catch (const YAML::Exception& e) {
-    fail(path + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
-  }
-  if (!root.IsMap()) fail(path + ": a sweep config is a mapping of stages (quick, full) to op entries");
-  for (auto kv : root) {
-    const std::string key = kv.first.as<std::string>();
-    const int line = kv.first.Mark().line + 1;
-    if (key == "max_gflop") {
-      c.max_gflop = kv.second.as<double>();
-      continue;
+  return read_yaml(path, [&] {
+    SweepConfig c;
+    c.path = path;
+    YAML::Node root;
+    try {
+      root = YAML::LoadFile(path);
+    } catch (const YAML::BadFile&) {
+      fail(path + ": cannot read the sweep config");
+    } catch (const YAML::Exception& e) {
+      fail(path + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
     }
-    if (key != "quick" && key != "full")
-      fail(path + ":" + std::to_string(line) + ": unknown key '" + key + "' (quick, full, max_gflop)");
-    if (!kv.second.IsSequence())
-      fail(path + ":" + std::to_string(line) + ": '" + key + "' must be a list of op entries");
-    for (auto e : kv.second) {
-      SweepEntry se;
-      se.line = e.Mark().line + 1;
-      if (!e.IsMap() || !e["op"]) fail(path + ":" + std::to_string(se.line) + ": each entry needs 'op: TYPE'");
-      for (auto p : e) {
-        const std::string name = p.first.as<std::string>();
-        if (name == "op") {
-          se.op = p.second.as<std::string>();
-          continue;
-        }
-        std::vector<std::string> values;
-        if (p.second.IsSequence()) {
-          for (auto v : p.second) values.push_back(v.as<std::string>());
-        } else {
-          values.push_back(p.second.as<std::string>());
-        }
-        if (values.empty()) fail(path + ":" + std::to_string(se.line) + ": '" + name + "' has no values");
-        se.grid[name] = values;
+    if (!root.IsMap()) fail(path + ": a sweep config is a mapping of stages (quick, full) to op entries");
+    for (auto kv : root) {
+      const std::string key = kv.first.as<std::string>();
+      const int line = kv.first.Mark().line + 1;
+      if (key == "max_gflop") {
+        c.max_gflop = kv.second.as<double>();
+        continue;
       }
-      c.stages[key].push_back(se);
+      if (key != "quick" && key != "full")
+        fail(path + ":" + std::to_string(line) + ": unknown key '" + key + "' (quick, full, max_gflop)");
+      if (!kv.second.IsSequence())
+        fail(path + ":" + std::to_string(line) + ": '" + key + "' must be a list of op entries");
+      for (auto e : kv.second) {
+        SweepEntry se;
+        se.line = e.Mark().line + 1;
+        if (!e.IsMap() || !e["op"]) fail(path + ":" + std::to_string(se.line) + ": each entry needs 'op: TYPE'");
+        for (auto p : e) {
+          const std::string name = p.first.as<std::string>();
+          if (name == "op") {
+            se.op = p.second.as<std::string>();
+            continue;
+          }
+          std::vector<std::string> values;
+          if (p.second.IsSequence()) {
+            for (auto v : p.second) values.push_back(v.as<std::string>());
+          } else {
+            values.push_back(p.second.as<std::string>());
+          }
+          if (values.empty()) fail(path + ":" + std::to_string(se.line) + ": '" + name + "' has no values");
+          se.grid[name] = values;
+        }
+        c.stages[key].push_back(se);
+      }
     }
-  }
-  return c;
+    return c;
+  });
 }
 
 namespace {

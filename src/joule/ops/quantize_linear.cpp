@@ -81,7 +81,7 @@ inline __attribute__((always_inline)) void quantize_span(const float* xp, Q* yp,
   const float vlo = lo - z - 1, vhi = hi - z + 1;
   for (int64_t i = 0; i < n; ++i) {
     float v = xp[i] / s;  // a division, as ONNX Runtime computes it
-    v = v < vlo ? vlo : v;
+    v = v >= vlo ? v : vlo;  // (NaN fails the compare: vlo)
     v = v > vhi ? vhi : v;
     float q = ((v + kRound) - kRound) + z;
     q = q < lo ? lo : (q > hi ? hi : q);

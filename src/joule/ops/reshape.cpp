@@ -45,15 +45,19 @@ std::vector<ir::Dim> reshape_dims(const ir::TensorType& in, const std::vector<in
   std::vector<std::string> in_syms, out_syms;
   bool unknown = false;
   for (auto& d : in.dims) {
-    if (d.is_static()) in_prod *= d.value;
-    else if (d.param.empty()) unknown = true;
-    else in_syms.push_back(d.param);
+    if (d.is_static()) {
+      if (__builtin_mul_overflow(in_prod, d.value, &in_prod)) fail(node.where() + ": input shape has more than 2^63 elements");
+    } else if (d.param.empty()) {
+      unknown = true;
+    } else {
+      in_syms.push_back(d.param);
+    }
   }
   for (size_t i = 0; i < out.size(); ++i) {
     if (static_cast<int64_t>(i) == infer_at) continue;
     const ir::Dim& d = out[i];
     if (d.is_static()) {
-      out_prod *= d.value;
+      if (__builtin_mul_overflow(out_prod, d.value, &out_prod)) fail(node.where() + ": shape has more than 2^63 elements");
     } else if (d.param.empty()) {
       unknown = true;
     } else {

@@ -39,7 +39,7 @@ void run(KernelContext& c) {
     if (len < 0 || len > steps) fail(c.node.where() + ": sequence length out of range");
     for (int64_t t = 0; t < steps; ++t) {
       const int64_t st = t < len ? len - 1 - t : t;
-      auto cell = [&](int64_t time) {
+      auto cell = [&, ta = ta](int64_t time) {  // (clang 14 cannot capture a structured binding)
         return static_cast<size_t>(ta == 0 ? time * strides[0] + b * strides[1]
                                            : b * strides[0] + time * strides[1]);
       };

@@ -9,8 +9,13 @@
 #include <limits>
 
 #define JOULE_ALWAYS_INLINE inline __attribute__((always_inline))
+#if defined(__clang__)  // (clang has no prefer-vector-width target option: it would drop the whole attribute)
+#define JOULE_AVX512 \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"), min_vector_width(512)))
+#else
 #define JOULE_AVX512 \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,prefer-vector-width=512")))
+#endif
 
 namespace joule::ops::vec {
 

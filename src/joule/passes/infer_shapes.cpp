@@ -10,6 +10,7 @@ namespace joule::passes {
 
 namespace {
 constexpr int64_t kFoldLimit = 1 << 16;  // elements: evaluate constant nodes up to this size
+constexpr size_t kOutputRoom = 8;        // outputs an op may describe (more than any op defines)
 
 // For an op that takes only numeric tensors (OpDef::any_value false): the first input (or
 // output) that is a sequence, an optional or a string tensor, as the reason to refuse the node.
@@ -94,8 +95,11 @@ InferResult infer_shapes(ir::Graph& g, const std::map<std::string, Shape>& input
       c.input_values.push_back(v == r.constants.end() ? nullptr : &v->second);
       if (v == r.constants.end()) all_const = false;
     }
-    c.output_types.resize(n.outputs.size());
-    c.output_values.resize(n.outputs.size());
+    if (n.outputs.empty()) fail(n.where() + ": has no outputs");  // (every op writes output 0)
+    // An op describes every output it defines; a node may list fewer (ONNX's optional trailing
+    // outputs, or a malformed file): room for the op's, dropped after.
+    c.output_types.resize(std::max<size_t>(n.outputs.size(), kOutputRoom));
+    c.output_values.resize(c.output_types.size());
     const std::string odd = odd_value(n, *def, c.input_types, "input");
     if (!odd.empty()) fail_unsupported(odd);
     try {
@@ -105,6 +109,8 @@ InferResult infer_shapes(ir::Graph& g, const std::map<std::string, Shape>& input
       skip(n);
       continue;
     }
+    c.output_types.resize(n.outputs.size());
+    c.output_values.resize(n.outputs.size());
     if (std::string odd_out = odd_value(n, *def, {}, "output", &c.output_types); !odd_out.empty()) fail_unsupported(odd_out);
     // Evaluate small constant nodes (shape arithmetic) with the reference kernel.
     if (all_const && small_constants(c.input_values) && !ops::is_random_op(n)) {

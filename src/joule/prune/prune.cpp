@@ -13,6 +13,7 @@
 
 #include "joule/core/error.h"
 #include "joule/core/file_util.h"
+#include "joule/core/yaml_error.h"
 #include "joule/passes/infer_shapes.h"
 #include "joule/passes/model_info.h"
 
@@ -436,62 +437,65 @@ double checked_ratio(const YAML::Node& v, const std::string& where) {
 }  // namespace
 
 PruneConfig PruneConfig::parse(const std::string& text, const std::string& source) {
-  PruneConfig c;
-  c.source = source;
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    fail(source + ": not valid YAML: " + e.what());
-  }
-  if (!root.IsMap()) fail(source + ": a pruning config is a map (default, rules)");
-  for (auto it = root.begin(); it != root.end(); ++it) {
-    const std::string k = it->first.as<std::string>();
-    const std::string where = fmt::format("{}: line {}", source, it->first.Mark().line + 1);
-    if (k == "default") {
-      if (!it->second.IsMap()) fail(where + ": default must be a map");
-      for (auto f = it->second.begin(); f != it->second.end(); ++f) {
-        const std::string fk = f->first.as<std::string>();
-        const std::string fw = fmt::format("{}: line {}: default.{}", source, f->first.Mark().line + 1, fk);
-        try {
-          if (fk == "ratio") c.defaults.ratio = checked_ratio(f->second, fw);
-          else if (fk == "structured") c.defaults.structured = f->second.as<bool>();
-          else if (fk == "criterion") c.defaults.criterion = f->second.as<std::string>();
-          else if (fk == "scope") c.defaults.scope = f->second.as<std::string>();
-          else if (fk == "seed") c.defaults.seed = f->second.as<uint32_t>();
-          else fail(fw + ": unknown key (ratio, structured, criterion, scope, seed)");
-        } catch (const YAML::Exception&) {
-          fail(fw + ": bad value");
-        }
-      }
-    } else if (k == "rules") {
-      if (!it->second.IsSequence()) fail(where + ": rules must be a list");
-      for (const auto& e : it->second) {
-        Rule r;
-        r.line = e.Mark().line + 1;
-        const std::string rw = fmt::format("{}: rule at line {}", source, r.line);
-        if (!e.IsMap()) fail(rw + ": expected a mapping with 'match'");
-        for (auto f = e.begin(); f != e.end(); ++f) {
+  return read_yaml(source, [&] {
+    PruneConfig c;
+    c.source = source;
+    YAML::Node root;
+    try {
+      root = YAML::Load(text);
+    } catch (const YAML::Exception& e) {
+      fail(source + ": not valid YAML: " + e.what());
+    }
+    if (!root.IsMap()) fail(source + ": a pruning config is a map (default, rules)");
+    for (auto it = root.begin(); it != root.end(); ++it) {
+      const std::string k = it->first.as<std::string>();
+      const std::string where = fmt::format("{}: line {}", source, it->first.Mark().line + 1);
+      if (k == "default") {
+        if (!it->second.IsMap()) fail(where + ": default must be a map");
+        for (auto f = it->second.begin(); f != it->second.end(); ++f) {
           const std::string fk = f->first.as<std::string>();
-          if (fk == "match") {
-            r.match.read(f->second, rw);
-          } else if (fk == "ratio") {
-            r.ratio = checked_ratio(f->second, rw);
-          } else if (fk == "skip") {
-            r.skip = f->second.as<bool>();
-          } else {
-            fail(rw + ": unknown key '" + fk + "' (match, ratio, skip)");
+          const std::string fw = fmt::format("{}: line {}: default.{}", source, f->first.Mark().line + 1, fk);
+          try {
+            if (fk == "ratio") c.defaults.ratio = checked_ratio(f->second, fw);
+            else if (fk == "structured") c.defaults.structured = f->second.as<bool>();
+            else if (fk == "criterion") c.defaults.criterion = f->second.as<std::string>();
+            else if (fk == "scope") c.defaults.scope = f->second.as<std::string>();
+            else if (fk == "seed") c.defaults.seed = f->second.as<uint32_t>();
+            else fail(fw + ": unknown key (ratio, structured, criterion, scope, seed)");
+          } catch (const YAML::Exception&) {
+            fail(fw + ": bad value");
           }
         }
-        if (r.match.empty()) fail(rw + ": needs a match with type, name or regex");
-        if (!r.ratio && !r.skip) fail(rw + ": give a ratio or skip: true");
-        c.rules.push_back(std::move(r));
+      } else if (k == "rules") {
+        if (!it->second.IsSequence()) fail(where + ": rules must be a list");
+        const YAML::Node list = it->second;  // (a handle: `it->` is a temporary, too short-lived for a range-for)
+        for (const auto& e : list) {
+          Rule r;
+          r.line = e.Mark().line + 1;
+          const std::string rw = fmt::format("{}: rule at line {}", source, r.line);
+          if (!e.IsMap()) fail(rw + ": expected a mapping with 'match'");
+          for (auto f = e.begin(); f != e.end(); ++f) {
+            const std::string fk = f->first.as<std::string>();
+            if (fk == "match") {
+              r.match.read(f->second, rw);
+            } else if (fk == "ratio") {
+              r.ratio = checked_ratio(f->second, rw);
+            } else if (fk == "skip") {
+              r.skip = f->second.as<bool>();
+            } else {
+              fail(rw + ": unknown key '" + fk + "' (match, ratio, skip)");
+            }
+          }
+          if (r.match.empty()) fail(rw + ": needs a match with type, name or regex");
+          if (!r.ratio && !r.skip) fail(rw + ": give a ratio or skip: true");
+          c.rules.push_back(std::move(r));
+        }
+      } else {
+        fail(where + ": unknown key '" + k + "' (default, rules)");
       }
-    } else {
-      fail(where + ": unknown key '" + k + "' (default, rules)");
     }
-  }
-  return c;
+    return c;
+  });
 }
 
 PruneConfig PruneConfig::load(const std::string& path) {

@@ -12,6 +12,7 @@
 
 #include "joule/core/error.h"
 #include "joule/core/file_util.h"
+#include "joule/core/yaml_error.h"
 
 namespace joule::quant {
 
@@ -266,58 +267,60 @@ nlohmann::json NodeChoice::to_json() const {
 QuantConfig QuantConfig::load(const std::string& path) { return parse(read_file(path), path); }
 
 QuantConfig QuantConfig::parse(const std::string& text, const std::string& source) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    fail(source + ": not valid YAML: " + e.what());
-  }
-  if (!root.IsMap()) fail(source + ": expected a mapping with 'default' and optional 'rules' and 'ops'");
-  QuantConfig c;
-  c.source = source;
-  bool have_default = false;
-  for (auto it = root.begin(); it != root.end(); ++it) {
-    const std::string key = it->first.as<std::string>();
-    const YAML::Node& v = it->second;
-    const std::string where = at_line(source, v.Mark().line + 1);
-    if (key == "default") {
-      if (!v.IsMap()) fail(where + ": default: expected a mapping of roles (input, weight, bias, output)");
-      for (auto r = v.begin(); r != v.end(); ++r) {
-        const std::string rk = r->first.as<std::string>();
-        if (!read_roles(rk, r->second, c.defaults, source))
-          fail(where + ": default: unknown role '" + rk + "' (input, weight, bias, output)");
-      }
-      have_default = true;
-    } else if (key == "ops") {
-      if (!v.IsSequence()) fail(where + ": ops: expected a list of op types");
-      c.ops.clear();
-      for (const auto& e : v) c.ops.push_back(e.as<std::string>());
-    } else if (key == "rules") {
-      if (!v.IsSequence()) fail(where + ": rules: expected a list");
-      for (const auto& e : v) {
-        Rule r;
-        r.line = e.Mark().line + 1;
-        const std::string rw = at_line(source, r.line) + ": rule";
-        if (!e.IsMap()) fail(rw + ": expected a mapping with 'match'");
-        for (auto f = e.begin(); f != e.end(); ++f) {
-          const std::string fk = f->first.as<std::string>();
-          if (fk == "match") {
-            r.read(f->second, rw);
-          } else if (fk == "skip") {
-            r.skip = to_bool(f->second.as<std::string>(), rw + ": skip");
-          } else if (!read_roles(fk, f->second, r.roles, source)) {
-            fail(rw + ": unknown key '" + fk + "' (match, skip, input, weight, bias, output)");
-          }
-        }
-        if (r.empty()) fail(rw + ": needs a match with type, name or regex");
-        c.rules.push_back(std::move(r));
-      }
-    } else {
-      fail(where + ": unknown top-level key '" + key + "' (default, rules, ops)");
+  return read_yaml(source, [&] {
+    YAML::Node root;
+    try {
+      root = YAML::Load(text);
+    } catch (const YAML::Exception& e) {
+      fail(source + ": not valid YAML: " + e.what());
     }
-  }
-  if (!have_default) fail(source + ": a 'default' entry is required");
-  return c;
+    if (!root.IsMap()) fail(source + ": expected a mapping with 'default' and optional 'rules' and 'ops'");
+    QuantConfig c;
+    c.source = source;
+    bool have_default = false;
+    for (auto it = root.begin(); it != root.end(); ++it) {
+      const std::string key = it->first.as<std::string>();
+      const YAML::Node v = it->second;  // (a handle: `it->` is a temporary)
+      const std::string where = at_line(source, v.Mark().line + 1);
+      if (key == "default") {
+        if (!v.IsMap()) fail(where + ": default: expected a mapping of roles (input, weight, bias, output)");
+        for (auto r = v.begin(); r != v.end(); ++r) {
+          const std::string rk = r->first.as<std::string>();
+          if (!read_roles(rk, r->second, c.defaults, source))
+            fail(where + ": default: unknown role '" + rk + "' (input, weight, bias, output)");
+        }
+        have_default = true;
+      } else if (key == "ops") {
+        if (!v.IsSequence()) fail(where + ": ops: expected a list of op types");
+        c.ops.clear();
+        for (const auto& e : v) c.ops.push_back(e.as<std::string>());
+      } else if (key == "rules") {
+        if (!v.IsSequence()) fail(where + ": rules: expected a list");
+        for (const auto& e : v) {
+          Rule r;
+          r.line = e.Mark().line + 1;
+          const std::string rw = at_line(source, r.line) + ": rule";
+          if (!e.IsMap()) fail(rw + ": expected a mapping with 'match'");
+          for (auto f = e.begin(); f != e.end(); ++f) {
+            const std::string fk = f->first.as<std::string>();
+            if (fk == "match") {
+              r.read(f->second, rw);
+            } else if (fk == "skip") {
+              r.skip = to_bool(f->second.as<std::string>(), rw + ": skip");
+            } else if (!read_roles(fk, f->second, r.roles, source)) {
+              fail(rw + ": unknown key '" + fk + "' (match, skip, input, weight, bias, output)");
+            }
+          }
+          if (r.empty()) fail(rw + ": needs a match with type, name or regex");
+          c.rules.push_back(std::move(r));
+        }
+      } else {
+        fail(where + ": unknown top-level key '" + key + "' (default, rules, ops)");
+      }
+    }
+    if (!have_default) fail(source + ": a 'default' entry is required");
+    return c;
+  });
 }
 
 std::vector<NodeChoice> resolve(const ir::Graph& g, const QuantConfig& c) {

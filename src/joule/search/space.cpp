@@ -11,6 +11,7 @@
 
 #include "joule/core/error.h"
 #include "joule/core/file_util.h"
+#include "joule/core/yaml_error.h"
 
 namespace joule::search {
 
@@ -53,115 +54,117 @@ nlohmann::json Constraints::to_json() const {
 }
 
 SearchSpace SearchSpace::parse(const std::string& text, const std::string& source) {
-  SearchSpace s;
-  s.source = source;
-  s.text = text;
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    fail(source + ": not valid YAML: " + e.what());
-  }
-  if (!root.IsMap()) fail(source + ": a search space is a map (precision, prune, formats, constraints, ...)");
-  bool precision_given = false;
-  for (auto it = root.begin(); it != root.end(); ++it) {
-    const std::string k = it->first.as<std::string>();
-    const YAML::Node& v = it->second;
-    const std::string where = fmt::format("{}: line {}: {}", source, it->first.Mark().line + 1, k);
+  return read_yaml(source, [&] {
+    SearchSpace s;
+    s.source = source;
+    s.text = text;
+    YAML::Node root;
     try {
-      if (k == "quant") {
-        if (v.IsMap()) {
-          s.quant = dump(v);
-        } else {
-          const std::string q = v.as<std::string>();
-          s.quant = q.find('\n') != std::string::npos ? q : read_file(q);
-        }
-      } else if (k == "precision") {
-        if (!v.IsSequence() || v.size() == 0) fail(where + ": a non-empty list (fp32, bf16, int8, or a format's name)");
-        s.precision = v.as<std::vector<std::string>>();
-        precision_given = true;
-      } else if (k == "formats") {
-        if (!v.IsMap()) fail(where + ": a map of name -> roles (weight, input, bias, output)");
-        for (auto f = v.begin(); f != v.end(); ++f) {
-          const std::string name = f->first.as<std::string>();
-          if (name == "fp32" || name == "bf16" || name == "int8") fail(where + ": '" + name + "' is built in");
-          if (!f->second.IsMap()) fail(where + "." + name + ": a map of roles (weight, input, bias, output)");
-          for (auto r = f->second.begin(); r != f->second.end(); ++r) {
-            const std::string role = r->first.as<std::string>();
-            if (role != "weight" && role != "input" && role != "bias" && role != "output")
-              fail(where + "." + name + ": unknown role '" + role + "' (weight, input, bias, output)");
-          }
-          s.formats[name] = dump(f->second);
-        }
-      } else if (k == "layers") {
-        s.layers.read(v, where);
-      } else if (k == "prune") {
-        if (!v.IsSequence()) fail(where + ": a list of ratios in [0, 1)");
-        for (const auto& r : v) {
-          const double x = number(r, where);
-          if (!(x >= 0 && x < 1)) fail(fmt::format("{}: ratio {} must be in [0, 1)", where, x));
-          s.prune.push_back(x);
-        }
-        std::set<double> seen(s.prune.begin(), s.prune.end());
-        if (seen.size() != s.prune.size()) fail(where + ": a ratio is listed twice");
-      } else if (k == "criterion") {
-        s.criterion = v.as<std::string>();
-        if (s.criterion != "l1" && s.criterion != "l2" && s.criterion != "bn" && s.criterion != "random")
-          fail(where + ": '" + s.criterion + "': expected l1, l2, bn or random");
-      } else if (k == "finetune") {
-        if (!v.IsMap()) fail(where + ": a map (steps, batch, lr, optimizer)");
-        for (auto f = v.begin(); f != v.end(); ++f) {
-          const std::string fk = f->first.as<std::string>();
-          const std::string fw = where + "." + fk;
-          if (fk == "steps" || fk == "batch") {
-            const double x = number(f->second, fw);
-            if (!(x >= (fk == "steps" ? 0 : 1)) || x != std::floor(x)) fail(fw + ": a whole number" + (fk == "batch" ? " >= 1" : " >= 0"));
-            (fk == "steps" ? s.finetune.steps : s.finetune.batch) = static_cast<int64_t>(x);
-          } else if (fk == "lr") {
-            s.finetune.lr = number(f->second, fw);
-            if (!(s.finetune.lr > 0)) fail(fw + ": must be positive");
-          } else if (fk == "optimizer") {
-            s.finetune.optimizer = f->second.as<std::string>();
-            if (s.finetune.optimizer != "sgd" && s.finetune.optimizer != "adam" && s.finetune.optimizer != "adamw")
-              fail(fw + ": '" + s.finetune.optimizer + "': expected sgd, adam or adamw");
-          } else {
-            fail(where + ": unknown key '" + fk + "' (steps, batch, lr, optimizer)");
-          }
-        }
-      } else if (k == "constraints") {
-        if (!v.IsMap()) fail(where + ": a map (accuracy_drop, min_accuracy, latency_ms, energy_mj, size_mb)");
-        for (auto c = v.begin(); c != v.end(); ++c) {
-          const std::string ck = c->first.as<std::string>();
-          const double x = number(c->second, where + "." + ck);
-          if (ck == "accuracy_drop") s.constraints.accuracy_drop = x;
-          else if (ck == "min_accuracy") s.constraints.min_accuracy = x;
-          else if (ck == "latency_ms") s.constraints.latency_ms = x;
-          else if (ck == "energy_mj") s.constraints.energy_mj = x;
-          else if (ck == "size_mb") s.constraints.size_mb = x;
-          else fail(where + ": unknown constraint '" + ck + "' (accuracy_drop, min_accuracy, latency_ms, energy_mj, size_mb)");
-        }
-      } else {
-        fail(where + ": unknown key (quant, precision, formats, layers, prune, criterion, finetune, constraints)");
-      }
-    } catch (const YAML::Exception&) {
-      fail(where + ": bad value");
+      root = YAML::Load(text);
+    } catch (const YAML::Exception& e) {
+      fail(source + ": not valid YAML: " + e.what());
     }
-  }
-  std::set<std::string> seen;
-  for (const auto& p : s.precision) {
-    if (p != "fp32" && p != "bf16" && p != "int8" && !s.formats.count(p))
-      fail(fmt::format("{}: precision '{}': not fp32, bf16, int8 or a name under formats ({})", source, p,
-                       s.formats.empty() ? "none defined" : fmt::format("{}", fmt::join([&] {
-                         std::vector<std::string> n;
-                         for (const auto& [k, _] : s.formats) n.push_back(k);
-                         return n;
-                       }(), ", "))));
-    if (!seen.insert(p).second) fail(source + ": precision '" + p + "' is listed twice");
-  }
-  if (s.precision.size() > 36 || s.prune.size() > 36) fail(source + ": at most 36 choices per variable");
-  if (!precision_given && s.prune.empty()) fail(source + ": the space has no choices (give precision and/or prune)");
-  if (s.quant.empty()) s.quant = kW8A8;
-  return s;
+    if (!root.IsMap()) fail(source + ": a search space is a map (precision, prune, formats, constraints, ...)");
+    bool precision_given = false;
+    for (auto it = root.begin(); it != root.end(); ++it) {
+      const std::string k = it->first.as<std::string>();
+      const YAML::Node v = it->second;  // (a handle: `it->` is a temporary)
+      const std::string where = fmt::format("{}: line {}: {}", source, it->first.Mark().line + 1, k);
+      try {
+        if (k == "quant") {
+          if (v.IsMap()) {
+            s.quant = dump(v);
+          } else {
+            const std::string q = v.as<std::string>();
+            s.quant = q.find('\n') != std::string::npos ? q : read_file(q);
+          }
+        } else if (k == "precision") {
+          if (!v.IsSequence() || v.size() == 0) fail(where + ": a non-empty list (fp32, bf16, int8, or a format's name)");
+          s.precision = v.as<std::vector<std::string>>();
+          precision_given = true;
+        } else if (k == "formats") {
+          if (!v.IsMap()) fail(where + ": a map of name -> roles (weight, input, bias, output)");
+          for (auto f = v.begin(); f != v.end(); ++f) {
+            const std::string name = f->first.as<std::string>();
+            if (name == "fp32" || name == "bf16" || name == "int8") fail(where + ": '" + name + "' is built in");
+            if (!f->second.IsMap()) fail(where + "." + name + ": a map of roles (weight, input, bias, output)");
+            for (auto r = f->second.begin(); r != f->second.end(); ++r) {
+              const std::string role = r->first.as<std::string>();
+              if (role != "weight" && role != "input" && role != "bias" && role != "output")
+                fail(where + "." + name + ": unknown role '" + role + "' (weight, input, bias, output)");
+            }
+            s.formats[name] = dump(f->second);
+          }
+        } else if (k == "layers") {
+          s.layers.read(v, where);
+        } else if (k == "prune") {
+          if (!v.IsSequence()) fail(where + ": a list of ratios in [0, 1)");
+          for (const auto& r : v) {
+            const double x = number(r, where);
+            if (!(x >= 0 && x < 1)) fail(fmt::format("{}: ratio {} must be in [0, 1)", where, x));
+            s.prune.push_back(x);
+          }
+          std::set<double> seen(s.prune.begin(), s.prune.end());
+          if (seen.size() != s.prune.size()) fail(where + ": a ratio is listed twice");
+        } else if (k == "criterion") {
+          s.criterion = v.as<std::string>();
+          if (s.criterion != "l1" && s.criterion != "l2" && s.criterion != "bn" && s.criterion != "random")
+            fail(where + ": '" + s.criterion + "': expected l1, l2, bn or random");
+        } else if (k == "finetune") {
+          if (!v.IsMap()) fail(where + ": a map (steps, batch, lr, optimizer)");
+          for (auto f = v.begin(); f != v.end(); ++f) {
+            const std::string fk = f->first.as<std::string>();
+            const std::string fw = where + "." + fk;
+            if (fk == "steps" || fk == "batch") {
+              const double x = number(f->second, fw);
+              if (!(x >= (fk == "steps" ? 0 : 1)) || x != std::floor(x)) fail(fw + ": a whole number" + (fk == "batch" ? " >= 1" : " >= 0"));
+              (fk == "steps" ? s.finetune.steps : s.finetune.batch) = static_cast<int64_t>(x);
+            } else if (fk == "lr") {
+              s.finetune.lr = number(f->second, fw);
+              if (!(s.finetune.lr > 0)) fail(fw + ": must be positive");
+            } else if (fk == "optimizer") {
+              s.finetune.optimizer = f->second.as<std::string>();
+              if (s.finetune.optimizer != "sgd" && s.finetune.optimizer != "adam" && s.finetune.optimizer != "adamw")
+                fail(fw + ": '" + s.finetune.optimizer + "': expected sgd, adam or adamw");
+            } else {
+              fail(where + ": unknown key '" + fk + "' (steps, batch, lr, optimizer)");
+            }
+          }
+        } else if (k == "constraints") {
+          if (!v.IsMap()) fail(where + ": a map (accuracy_drop, min_accuracy, latency_ms, energy_mj, size_mb)");
+          for (auto c = v.begin(); c != v.end(); ++c) {
+            const std::string ck = c->first.as<std::string>();
+            const double x = number(c->second, where + "." + ck);
+            if (ck == "accuracy_drop") s.constraints.accuracy_drop = x;
+            else if (ck == "min_accuracy") s.constraints.min_accuracy = x;
+            else if (ck == "latency_ms") s.constraints.latency_ms = x;
+            else if (ck == "energy_mj") s.constraints.energy_mj = x;
+            else if (ck == "size_mb") s.constraints.size_mb = x;
+            else fail(where + ": unknown constraint '" + ck + "' (accuracy_drop, min_accuracy, latency_ms, energy_mj, size_mb)");
+          }
+        } else {
+          fail(where + ": unknown key (quant, precision, formats, layers, prune, criterion, finetune, constraints)");
+        }
+      } catch (const YAML::Exception&) {
+        fail(where + ": bad value");
+      }
+    }
+    std::set<std::string> seen;
+    for (const auto& p : s.precision) {
+      if (p != "fp32" && p != "bf16" && p != "int8" && !s.formats.count(p))
+        fail(fmt::format("{}: precision '{}': not fp32, bf16, int8 or a name under formats ({})", source, p,
+                         s.formats.empty() ? "none defined" : fmt::format("{}", fmt::join([&] {
+                           std::vector<std::string> n;
+                           for (const auto& [k, _] : s.formats) n.push_back(k);
+                           return n;
+                         }(), ", "))));
+      if (!seen.insert(p).second) fail(source + ": precision '" + p + "' is listed twice");
+    }
+    if (s.precision.size() > 36 || s.prune.size() > 36) fail(source + ": at most 36 choices per variable");
+    if (!precision_given && s.prune.empty()) fail(source + ": the space has no choices (give precision and/or prune)");
+    if (s.quant.empty()) s.quant = kW8A8;
+    return s;
+  });
 }
 
 SearchSpace SearchSpace::load(const std::string& path) {
