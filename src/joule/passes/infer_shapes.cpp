@@ -1,6 +1,7 @@
 #include "joule/passes/infer_shapes.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <unordered_set>
 
 #include "joule/ops/op.h"
@@ -10,7 +11,6 @@ namespace joule::passes {
 
 namespace {
 constexpr int64_t kFoldLimit = 1 << 16;  // elements: evaluate constant nodes up to this size
-constexpr size_t kOutputRoom = 8;        // outputs an op may describe (more than any op defines)
 
 // For an op that takes only numeric tensors (OpDef::any_value false): the first input (or
 // output) that is a sequence, an optional or a string tensor, as the reason to refuse the node.
@@ -96,10 +96,8 @@ InferResult infer_shapes(ir::Graph& g, const std::map<std::string, Shape>& input
       if (v == r.constants.end()) all_const = false;
     }
     if (n.outputs.empty()) fail(n.where() + ": has no outputs");  // (every op writes output 0)
-    // An op describes every output it defines; a node may list fewer (ONNX's optional trailing
-    // outputs, or a malformed file): room for the op's, dropped after.
-    c.output_types.resize(std::max<size_t>(n.outputs.size(), kOutputRoom));
-    c.output_values.resize(c.output_types.size());
+    c.output_types.resize(n.outputs.size());
+    c.output_values.resize(n.outputs.size());
     const std::string odd = odd_value(n, *def, c.input_types, "input");
     if (!odd.empty()) fail_unsupported(odd);
     try {
@@ -108,9 +106,12 @@ InferResult infer_shapes(ir::Graph& g, const std::map<std::string, Shape>& input
       if (e.kind() != Error::Kind::Unsupported) throw;
       skip(n);
       continue;
+    } catch (const std::out_of_range&) {
+      // Ops check for the optional outputs a node may leave out; one writing past the node's
+      // outputs met a node without a required one (InferContext::out).
+      fail(n.where() + ": lists " + std::to_string(n.outputs.size()) + " output" + (n.outputs.size() == 1 ? "" : "s") +
+           ", fewer than " + n.op_type + " requires");
     }
-    c.output_types.resize(n.outputs.size());
-    c.output_values.resize(n.outputs.size());
     if (std::string odd_out = odd_value(n, *def, {}, "output", &c.output_types); !odd_out.empty()) fail_unsupported(odd_out);
     // Evaluate small constant nodes (shape arithmetic) with the reference kernel.
     if (all_const && small_constants(c.input_values) && !ops::is_random_op(n)) {
