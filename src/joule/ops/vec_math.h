@@ -30,10 +30,14 @@ JOULE_ALWAYS_INLINE float minus_n_ln2(float x, float n) {
   const float r = x - n * 0.693145751953125f;
   return r - n * 1.4286068203094173e-06f;
 }
+// An integer-valued n (|n| < 2^22) as an int32 without a float-to-int conversion, which is
+// undefined for NaN (the NaN inputs of exp and friends): n + 1.5 * 2^23 holds n in its low
+// mantissa bits. (A NaN gives some int; the NaN result does not depend on it.)
+JOULE_ALWAYS_INLINE int32_t int_of(float n) { return std::bit_cast<int32_t>(n + 12582912.0f) - 0x4B400000; }
 // 2^n for integer-valued n in [-252, 254] as two factors whose product it is, neither outside
 // float's normal range (2^n itself may be subnormal or overflow).
 JOULE_ALWAYS_INLINE void pow2_halves(float n, float* lo, float* hi) {
-  const int32_t ni = static_cast<int32_t>(n), a = ni >> 1, b = ni - a;
+  const int32_t ni = int_of(n), a = ni >> 1, b = ni - a;
   *lo = std::bit_cast<float>((a + 127) << 23);
   *hi = std::bit_cast<float>((b + 127) << 23);
 }
@@ -65,7 +69,7 @@ JOULE_ALWAYS_INLINE float exp(float x) {
   x = x > kHi ? kHi : x;
   float n;
   const float p = exp_reduced(x, &n);
-  const float scale = std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);
+  const float scale = std::bit_cast<float>((int_of(n) + 127) << 23);
   return under ? 0.f : p * scale;
 }
 
