@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -55,6 +56,22 @@ inline int run_joule_killed_after(const std::vector<std::string>& args, int dela
   int st = 0;
   waitpid(pid, &st, 0);
   return WIFSIGNALED(st) ? -1 : WEXITSTATUS(st);
+}
+
+// Starts `joule ARGS...` `times` times, each killed after a random delay in [min_ms, max_ms]
+// (seeded): the crash-safety tests' resumed runs. Returns how many died mid-run; `finished` gets
+// the exit codes of the runs that ended before their kill.
+inline int run_joule_killed_repeatedly(const std::vector<std::string>& args, int times, unsigned seed, int min_ms,
+                                       int max_ms, std::vector<int>* finished) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> delay_ms(min_ms, max_ms);
+  int killed = 0;
+  for (int i = 0; i < times; ++i) {
+    const int code = run_joule_killed_after(args, delay_ms(rng));
+    if (code == -1) ++killed;
+    else finished->push_back(code);
+  }
+  return killed;
 }
 
 }  // namespace joule::testing

@@ -2,7 +2,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <random>
 #include <set>
 #include <tuple>
 
@@ -104,16 +103,9 @@ TEST(OpdbCli, TwentyRandomKillsLoseAndRepeatNoRow) {
   // their kill, so that every kill lands mid-sweep.
   const std::vector<std::string> args = {"opdb", "sweep", cfg, "--stage", "quick", "--runs", "20", "--min-time", "0.5",
                                          "--sample-ms", "1", "--db", db};
-  std::mt19937 rng(17);
-  std::uniform_int_distribution<int> delay_ms(200, 1200);
-  int killed = 0;
-  for (int i = 0; i < 20; ++i) {
-    const int code = joule::testing::run_joule_killed_after(args, delay_ms(rng));
-    killed += code == -1;
-    if (code != -1) {
-      ASSERT_EQ(code, 0);
-    }
-  }
+  std::vector<int> finished;
+  const int killed = joule::testing::run_joule_killed_repeatedly(args, 20, 17, 200, 1200, &finished);
+  for (int code : finished) ASSERT_EQ(code, 0);
   EXPECT_GE(killed, 15) << "runs should die mid-sweep: give the points more work";
   std::printf("%d of 20 runs killed mid-sweep\n", killed);
   std::string cmd;

@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
-#include <random>
 #include <set>
 #include <nlohmann/json.hpp>
 
@@ -128,16 +127,9 @@ TEST(ProfileCli, TwentyRandomKillsLoseAndRepeatNoPoint) {
   fs::remove_all(out);
   const std::vector<std::string> args = {"profile", "default", "--threads", "1", "--runs", "200", "--warmup", "0",
                                          "--batch", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16", "--quiet", "-o", out.string()};
-  std::mt19937 rng(15);
-  std::uniform_int_distribution<int> delay_ms(150, 600);
-  int killed = 0;
-  for (int i = 0; i < 20; ++i) {
-    const int code = joule::testing::run_joule_killed_after(args, delay_ms(rng));
-    killed += code == -1;
-    if (code != -1) {
-      ASSERT_EQ(code, 0);
-    }
-  }
+  std::vector<int> finished;
+  const int killed = joule::testing::run_joule_killed_repeatedly(args, 20, 15, 150, 600, &finished);
+  for (int code : finished) ASSERT_EQ(code, 0);
   EXPECT_GE(killed, 5) << "runs should die mid-sweep: give the points more work";
   std::printf("%d of 20 runs killed mid-sweep\n", killed);
   std::string cmd;

@@ -6,11 +6,6 @@
 
 using namespace joule;
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  fuzz::limit_memory();
-  return 0;
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const api::Model model = api::Model::load("default");
   api::PrepareOptions o = api::PrepareOptions::with_threads(1);

@@ -7,12 +7,6 @@
 
 using namespace joule;
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  fuzz::limit_memory();
-  (void)fuzz::quant_graph();
-  return 0;
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   quant::CalibrationOptions o;
   o.cache_path = fuzz::write_scratch("calib.json", data, size);

@@ -10,11 +10,6 @@
 
 using namespace joule;
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  fuzz::limit_memory();
-  return 0;
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
   static const api::Model model = api::Model::load("default");

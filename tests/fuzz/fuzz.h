@@ -62,8 +62,11 @@ inline std::string write_scratch(const std::string& name, const uint8_t* data, s
   return p.string();
 }
 
-// Tensors a fuzz input declares are refused above this (joule's own limit, JOULE_MEMORY_LIMIT),
-// so that a small file cannot make the target allocate gigabytes: libFuzzer's RSS limit is 2 GB.
-inline void limit_memory() { ::setenv("JOULE_MEMORY_LIMIT", "268435456", 0); }
-
 }  // namespace joule::fuzz
+
+// Every target: tensors a fuzz input declares are refused above 256 MB (joule's own limit,
+// JOULE_MEMORY_LIMIT), so that a small file claiming gigabytes is refused as on a small machine.
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  ::setenv("JOULE_MEMORY_LIMIT", "268435456", 0);
+  return 0;
+}

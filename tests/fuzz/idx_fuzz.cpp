@@ -8,11 +8,6 @@
 
 using namespace joule;
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  fuzz::limit_memory();
-  return 0;
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;
   const size_t labels = std::min<size_t>(data[0] | data[1] << 8, size - 2);

@@ -23,11 +23,6 @@ void put(MDB_txn* txn, MDB_dbi dbi, std::string_view k, std::string_view v) {
 
 }  // namespace
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  fuzz::limit_memory();
-  return 0;
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view in(reinterpret_cast<const char*>(data), size), sep("\xffREC");
   std::vector<std::string_view> parts;

@@ -2,11 +2,6 @@
 #include "fuzz.h"
 #include "joule/core/npy.h"
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  joule::fuzz::limit_memory();
-  return 0;
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   joule::fuzz::expect_clean([&] {
     joule::Tensor t = joule::parse_npy(std::string(reinterpret_cast<const char*>(data), size), "fuzz.npy");

@@ -6,12 +6,6 @@
 
 using namespace joule;
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  fuzz::limit_memory();
-  (void)fuzz::quant_graph();
-  return 0;
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::expect_clean([&] {
     const quant::QuantConfig c = quant::QuantConfig::parse(std::string(reinterpret_cast<const char*>(data), size), "fuzz.yaml");

@@ -2,11 +2,6 @@
 #include "fuzz.h"
 #include "joule/onnx/model_io.h"
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  joule::fuzz::limit_memory();
-  return 0;
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   joule::fuzz::expect_clean([&] {
     joule::Tensor t = joule::onnx::parse_tensor_pb(std::string(reinterpret_cast<const char*>(data), size), "fuzz.pb");

@@ -25,8 +25,8 @@ int64_t shape_numel(const Shape& s) {
 }
 
 // Physical memory, or the address-space limit when lower, or $JOULE_MEMORY_LIMIT (bytes; K/M/G
-// suffixes) when lower still: the fuzz targets set 256M so that a small file cannot make them
-// allocate what libFuzzer's RSS limit would report as a leak of gigabytes.
+// suffixes) when lower still: the fuzz targets set 256M so that a small file claiming a huge
+// tensor is refused as on a small machine, not run into libFuzzer's 2.5 GB memory limit.
 size_t memory_limit_bytes() {
   static const size_t limit = [] {
     size_t env_limit = SIZE_MAX;

@@ -146,6 +146,37 @@ nlohmann::json read_cache(const std::string& path) {
   return nlohmann::json::object();
 }
 
+// The ranges of `key` from the cache into p when its entry is well formed for `channels`
+// channels (finite lo <= hi); a malformed entry is reported and observed again.
+bool cached_range(const nlohmann::json& cache, const std::string& key, size_t channels, const std::string& path,
+                  QuantPoint& p) {
+  const auto e = cache.find(key);
+  if (e == cache.end()) return false;
+  auto floats = [&](const char* field, std::vector<float>& out) {
+    const auto f = e->is_object() ? e->find(field) : e->end();
+    if (f == e->end() || !f->is_array() || f->size() != channels) return false;
+    out.clear();
+    for (const auto& v : *f) {
+      if (!v.is_number() || !std::isfinite(v.get<double>())) return false;
+      out.push_back(v.get<float>());
+    }
+    return true;
+  };
+  std::vector<float> lo, hi;
+  bool ok = floats("lo", lo) && floats("hi", hi);
+  for (size_t c = 0; ok && c < channels; ++c) ok = lo[c] <= hi[c];
+  const auto count = e->is_object() ? e->find("count") : e->end();
+  if (!ok || (count != e->end() && !count->is_number_integer())) {
+    std::fprintf(stderr, "joule: calibration cache %s: the entry for '%s' is malformed; observing it again\n", path.c_str(),
+                 p.tensor.c_str());
+    return false;
+  }
+  p.lo = std::move(lo);
+  p.hi = std::move(hi);
+  p.observed = count == e->end() ? 0 : count->get<int64_t>();
+  return true;
+}
+
 bool standard_qdq(const ir::Graph& g, const QuantPoint& p) {
   const Format& f = p.spec.format;
   if (f.kind != FormatKind::Int) return false;
@@ -254,22 +285,17 @@ size_t calibrate(const ir::Graph& g, QuantPlan& plan, const SampleFn& next, cons
       continue;
     }
     const std::string key = calib_key(p, o.data_label);
-    if (cache.contains(key)) {
-      p.lo = cache[key]["lo"].get<std::vector<float>>();
-      p.hi = cache[key]["hi"].get<std::vector<float>>();
-      p.observed = cache[key].value("count", int64_t{0});
-      continue;
+    size_t channels = 1;
+    if (p.spec.format.granularity == Granularity::PerChannel) {
+      const ir::TensorType* t = g.type_of(p.tensor);
+      if (!t || !t->is_static()) fail(p.tensor + ": per-channel activation quantization needs a static shape");
+      const Shape s = t->static_shape();
+      channels = static_cast<size_t>(s[static_cast<size_t>(channel_axis(p, static_cast<int>(s.size())))]);
     }
+    if (cached_range(cache, key, channels, o.cache_path, p)) continue;
     auto [it, fresh] = stats.try_emplace(key);
     if (fresh) {
       it->second.first = &p;
-      size_t channels = 1;
-      if (p.spec.format.granularity == Granularity::PerChannel) {
-        const ir::TensorType* t = g.type_of(p.tensor);
-        if (!t || !t->is_static()) fail(p.tensor + ": per-channel activation quantization needs a static shape");
-        const Shape s = t->static_shape();
-        channels = static_cast<size_t>(s[static_cast<size_t>(channel_axis(p, static_cast<int>(s.size())))]);
-      }
       it->second.cal.assign(channels, Calibrator(calib_for(p.spec)));
       watch[p.tensor].push_back(&it->second);
     }
