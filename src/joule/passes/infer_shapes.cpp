@@ -75,7 +75,10 @@ InferResult infer_shapes(ir::Graph& g, const std::map<std::string, Shape>& input
   for (size_t idx : g.topo_order()) {
     ir::Node& n = *g.nodes[idx];
     const ops::OpDef* def = ops::find_op(n.domain, n.op_type);
-    if (!def || std::any_of(n.inputs.begin(), n.inputs.end(), [&](const std::string& in) { return unknown.count(in) != 0; })) {
+    // An op whose check refuses the node (input or output counts, attributes) is left to
+    // check_support to report: its infer may rely on what the check ensures.
+    if (!def || std::any_of(n.inputs.begin(), n.inputs.end(), [&](const std::string& in) { return unknown.count(in) != 0; }) ||
+        (def->check && !def->check(n, g.opset(n.domain)).empty())) {
       skip(n);
       continue;
     }
