@@ -472,6 +472,9 @@ SliceView slice_view(const Shape& in, const SliceParams& p) {
 }
 
 Tensor filled(const Tensor& value, const Shape& shape) {
+  // The result's size is checked before the index maps (one entry per index of each dim) are
+  // made; an empty result may have huge other dims ([2^48, 0]): no maps for it.
+  if (checked_nbytes(value.dtype(), shape) == 0) return Tensor(value.dtype(), shape);
   const Tensor src = one_element(value).reshaped(Shape(shape.size(), 1));
   std::vector<std::vector<int64_t>> maps;
   for (int64_t d : shape) maps.emplace_back(static_cast<size_t>(d), 0);

@@ -130,6 +130,11 @@ void infer(InferContext& c, Kind kind) {
   const Spec s = parse(c.node, kind);
   const ir::TensorType& x = c.in(0);
   const ir::TensorType& w = c.in(1);
+  // X, W, R, B, initial_h (and initial_c, P) share one floating type; input 4 is sequence_lens.
+  if (!is_floating(x.dtype)) fail(c.node.where() + ": X must be a floating-point tensor, got " + x.str());
+  for (size_t i = 1; i < c.num_inputs(); ++i)
+    if (i != 4 && c.has(i) && c.in(i).dtype != x.dtype)
+      fail(c.node.where() + ": input " + std::to_string(i) + " is " + c.in(i).str() + ", X is " + x.str());
   ir::Dim seq, batch, hidden{s.hidden > 0 ? s.hidden : -1, ""};
   if (x.has_shape) {
     if (x.dims.size() != 3) fail(c.node.where() + ": X must have rank 3, got " + x.str());
