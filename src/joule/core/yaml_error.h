@@ -5,6 +5,8 @@
 #include <string>
 
 #include <yaml-cpp/exceptions.h>
+#include <yaml-cpp/node/node.h>
+#include <yaml-cpp/node/parse.h>
 
 #include "joule/core/error.h"
 
@@ -14,6 +16,15 @@ namespace joule {
   if (e.mark.is_null()) fail(source + ": " + e.msg);
   fail(source + ": line " + std::to_string(e.mark.line + 1) + ", column " + std::to_string(e.mark.column + 1) + ": " +
        e.msg);
+}
+
+// YAML text parsed; BadInput "SOURCE: not valid YAML: ..." on a syntax error.
+inline YAML::Node load_yaml(const std::string& text, const std::string& source) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    fail(source + ": not valid YAML: " + e.what());
+  }
 }
 
 // Runs `read` (a reader's body over a parsed YAML document) with yaml-cpp's errors as BadInput.

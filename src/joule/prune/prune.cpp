@@ -440,12 +440,7 @@ PruneConfig PruneConfig::parse(const std::string& text, const std::string& sourc
   return read_yaml(source, [&] {
     PruneConfig c;
     c.source = source;
-    YAML::Node root;
-    try {
-      root = YAML::Load(text);
-    } catch (const YAML::Exception& e) {
-      fail(source + ": not valid YAML: " + e.what());
-    }
+    const YAML::Node root = load_yaml(text, source);
     if (!root.IsMap()) fail(source + ": a pruning config is a map (default, rules)");
     for (auto it = root.begin(); it != root.end(); ++it) {
       const std::string k = it->first.as<std::string>();

@@ -268,12 +268,7 @@ QuantConfig QuantConfig::load(const std::string& path) { return parse(read_file(
 
 QuantConfig QuantConfig::parse(const std::string& text, const std::string& source) {
   return read_yaml(source, [&] {
-    YAML::Node root;
-    try {
-      root = YAML::Load(text);
-    } catch (const YAML::Exception& e) {
-      fail(source + ": not valid YAML: " + e.what());
-    }
+    const YAML::Node root = load_yaml(text, source);
     if (!root.IsMap()) fail(source + ": expected a mapping with 'default' and optional 'rules' and 'ops'");
     QuantConfig c;
     c.source = source;

@@ -58,12 +58,7 @@ SearchSpace SearchSpace::parse(const std::string& text, const std::string& sourc
     SearchSpace s;
     s.source = source;
     s.text = text;
-    YAML::Node root;
-    try {
-      root = YAML::Load(text);
-    } catch (const YAML::Exception& e) {
-      fail(source + ": not valid YAML: " + e.what());
-    }
+    const YAML::Node root = load_yaml(text, source);
     if (!root.IsMap()) fail(source + ": a search space is a map (precision, prune, formats, constraints, ...)");
     bool precision_given = false;
     for (auto it = root.begin(); it != root.end(); ++it) {
