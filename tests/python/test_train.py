@@ -163,7 +163,8 @@ def test_loss_trajectory_matches_torch(tmp_path, arch, bn):
 def test_killed_run_resumes_to_the_same_weights(tmp_path):
     """A `joule train` process killed (SIGKILL) after a checkpoint, resumed, ends with the weights
     of the run that was never interrupted."""
-    common = [JOULE_BIN, "train", "default", "--data", str(SAMPLES), "--batch", "4", "--steps", "8", "--lr", "0.02",
+    # 40 steps: the kill lands a few steps after the checkpoint that was read, never after the last.
+    common = [JOULE_BIN, "train", "default", "--data", str(SAMPLES), "--batch", "4", "--steps", "40", "--lr", "0.02",
               "--threads", "1", "--seed", "3", "--hflip", "--crop-padding", "2", "--format", "json"]
     whole = tmp_path / "whole.onnx"
     subprocess.run(common + ["-o", str(whole)], check=True, capture_output=True)
@@ -179,7 +180,8 @@ def test_killed_run_resumes_to_the_same_weights(tmp_path):
     resumed = tmp_path / "resumed.onnx"
     r = subprocess.run(common + ["-o", str(resumed), "--resume", str(ckpt)], check=True, capture_output=True, text=True)
     done = json.loads(r.stdout.strip().splitlines()[-1])
-    assert done["summary"]["resumed_at_step"] == 5
+    # At least the checkpoint after step 5; the process may have written later ones before SIGKILL landed.
+    assert 5 <= done["summary"]["resumed_at_step"] < 40
     a, b = joule.load(whole), joule.load(resumed)
     x = np.load(SAMPLES)[:1]
     np.testing.assert_array_equal(joule.Session(a, threads=1).run(x)["logits"], joule.Session(b, threads=1).run(x)["logits"])
