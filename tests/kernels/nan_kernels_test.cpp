@@ -1,5 +1,6 @@
 // NaN and Inf through the kernels as PyTorch and the ONNX spec have them: a NaN in the input
-// stays NaN through Relu/Clip epilogues of every conv and matmul algorithm, max pooling, Max/Min
+// stays NaN through the activation epilogues of every conv and matmul algorithm (oneDNN's
+// included: joule applies ReLU and Clip after its primitive), max pooling, Max/Min
 // reductions and Softmax, on the reference kernels and on every fast algorithm that runs the node.
 #include <gtest/gtest.h>
 
@@ -35,10 +36,6 @@ int64_t nan_count(const Tensor& t) {
 // Algorithms whose transforms mix a tile (Winograd) or a whole plane (FFT) of the input into
 // every output of it: a NaN spreads to those outputs, a superset of the reference's.
 bool spreads_nan(const std::string& a) { return a == "fft" || a == "winograd" || a == "winograd_f2"; }
-// oneDNN 2.6's ReLU and Clip post-ops turn NaN into the bound (clip_v2 as well: tried);
-// its kernels are left out here and the README says so (joule's own kernels keep NaN).
-bool onednn_post_ops(const std::string& a) { return a.rfind("onednn", 0) == 0; }
-
 // Runs `g` on the reference kernels and on each algorithm of `op_class` (forced); every run must
 // have NaN exactly where the reference has (at least there, for spreads_nan), and the reference
 // at least `min_nans`.
@@ -48,7 +45,6 @@ void expect_nan_kept(const ir::Graph& g, const runtime::TensorMap& in, const std
   ASSERT_GE(nan_count(ref), min_nans) << op_class << ": the reference kernel lost the NaN";
   int ran = 0;
   for (const kernels::Algorithm* a : kernels::algorithms_for(op_class)) {
-    if (onednn_post_ops(a->name) && op_class != "pool" && op_class != "softmax") continue;
     runtime::SessionOptions o;
     o.threads = 1;
     o.algo.add(op_class + "=" + a->name + ",reference");
@@ -71,7 +67,7 @@ void expect_nan_kept(const ir::Graph& g, const runtime::TensorMap& in, const std
 }
 
 TEST(NanKernels, ConvEpiloguesKeepNaN) {
-  for (const char* act : {"Relu", "Clip"}) {
+  for (const char* act : {"Relu", "Clip", "LeakyRelu", "Sigmoid", "SiLU", "HardSwish"}) {
     GraphBuilder b;
     b.input("x", DType::Float32, {1, 8, 10, 10})
         .init("w", seeded({8, 8, 3, 3}, 1))
@@ -79,7 +75,9 @@ TEST(NanKernels, ConvEpiloguesKeepNaN) {
         .node("FusedConv", {"x", "w", "b"}, {"y"},
               {{"pads", std::vector<int64_t>{1, 1, 1, 1}},
                {"activation", std::string(act)},
-               {"activation_params", std::string(act) == "Clip" ? std::vector<float>{0.f, 6.f} : std::vector<float>{}}},
+               {"activation_params", std::string(act) == "Clip"        ? std::vector<float>{0.f, 6.f}
+                                     : std::string(act) == "LeakyRelu" ? std::vector<float>{0.1f}
+                                                                       : std::vector<float>{}}},
               "conv")
         .output("y");
     ir::Graph g = b.build();
@@ -92,19 +90,28 @@ TEST(NanKernels, ConvEpiloguesKeepNaN) {
   }
 }
 
-TEST(NanKernels, MatMulEpilogueKeepsNaN) {
-  GraphBuilder b;
-  b.input("x", DType::Float32, {4, 16})
-      .init("w", seeded({16, 24}, 1))
-      .init("bias", seeded({24}, 2))
-      .node("FusedMatMul", {"x", "w", "bias"}, {"y"}, {{"activation", std::string("Relu")}}, "mm")
-      .output("y");
-  ir::Graph g = b.build();
-  g.nodes.back()->domain = "joule";
-  g.opsets["joule"] = 1;
-  Tensor x = seeded({4, 16}, 3);
-  x.data<float>()[17] = kNaN;  // row 1: all 24 outputs
-  expect_nan_kept(g, {{"x", x}}, "matmul", "mm", 24);
+TEST(NanKernels, MatMulEpiloguesKeepNaN) {
+  for (const char* act : {"Relu", "Clip", "LeakyRelu", "Gelu"}) {
+    GraphBuilder b;
+    const std::string a(act);
+    b.input("x", DType::Float32, {4, 16})
+        .init("w", seeded({16, 24}, 1))
+        .init("bias", seeded({24}, 2))
+        .node("FusedMatMul", {"x", "w", "bias"}, {"y"},
+              {{"activation", a},
+               {"activation_params", a == "Clip"        ? std::vector<float>{0.f, 6.f}
+                                     : a == "LeakyRelu" ? std::vector<float>{0.1f}
+                                                        : std::vector<float>{}}},
+              "mm")
+        .output("y");
+    ir::Graph g = b.build();
+    g.nodes.back()->domain = "joule";
+    g.opsets["joule"] = 1;
+    Tensor x = seeded({4, 16}, 3);
+    x.data<float>()[17] = kNaN;  // row 1: all 24 outputs
+    SCOPED_TRACE(act);
+    expect_nan_kept(g, {{"x", x}}, "matmul", "mm", 24);
+  }
 }
 
 TEST(NanKernels, PoolingReductionsAndSoftmaxKeepNaN) {

@@ -6,6 +6,7 @@
 #include <dnnl.hpp>
 
 #include "joule/core/error.h"
+#include "joule/kernels/gemm/matmul_epilogue.h"
 
 namespace joule::kernels {
 
@@ -44,11 +45,13 @@ class OnednnConv : public ConvKernel {
                                        d.pad_r);
     dnnl::post_ops po;
     if (ep.residual) po.append_sum(1.f);
+    // oneDNN 2.6's ReLU and Clip post-ops turn NaN into the bound: joule's own pass after the
+    // primitive applies them (see onednn.h).
     switch (ep.act) {
       case Activation::kNone: break;
-      case Activation::kRelu: po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f); break;
+      case Activation::kRelu: after_.act = MatMulAct::kRelu; break;
       case Activation::kLeakyRelu: po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, ep.alpha, 0.f); break;
-      case Activation::kClip: po.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, ep.alpha, ep.beta); break;
+      case Activation::kClip: after_ = {MatMulAct::kClip, ep.alpha, ep.beta}; break;
       case Activation::kSigmoid: po.append_eltwise(1.f, dnnl::algorithm::eltwise_logistic, 0.f, 0.f); break;
       case Activation::kSilu: po.append_eltwise(1.f, dnnl::algorithm::eltwise_swish, 1.f, 0.f); break;
       case Activation::kHardSwish: po.append_eltwise(1.f, dnnl::algorithm::eltwise_hardswish, 0.f, 0.f); break;
@@ -98,6 +101,7 @@ class OnednnConv : public ConvKernel {
     prim_.execute(stream_, args_);
     dst_.finish(stream_);
     stream_.wait();
+    matmul_activate(after_, y, s_.n * s_.m * s_.oh * s_.ow, pool);
   }
 
   std::string detail() const override { return pd_.impl_info_str(); }
@@ -112,6 +116,7 @@ class OnednnConv : public ConvKernel {
 
   ConvShape s_;
   Epilogue ep_;
+  MatMulEpilogue after_;  // the activation applied after the primitive (kNone: none)
   mutable dnnl::stream stream_;
   dnnl::convolution_forward::primitive_desc pd_;
   dnnl::convolution_forward prim_;

@@ -4,7 +4,10 @@
 // to NCHW around each run; with `channels_last` the tensors are N,H,W,C and the primitive
 // computes in that layout (oneDNN's nxc kernels), so nothing is reordered. Constant weights are
 // reordered once here; weights given at run time (training) at every run. Bias, residual (sum
-// post-op) and activation (eltwise post-op) are fused into the primitive. `bf16`: the primitive
+// post-op) and activation (eltwise post-op) are fused into the primitive, except ReLU and Clip:
+// oneDNN 2.6's post-ops for those turn NaN into the bound (vmaxps/vminps with the NaN first; tried:
+// eltwise_relu with alpha = 0, eltwise_clip, eltwise_clip_v2, binary_max/min), so they run as a
+// pass over the output after the primitive (matmul_activate), which keeps NaN as PyTorch does. `bf16`: the primitive
 // multiplies in bfloat16 (AVX512-BF16 / AMX) and sums in float32; the float32 source is
 // converted at every run, the weights once, and bias, post-ops and output stay float32.
 #include <dnnl.hpp>

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "joule/core/cpu_features.h"
+#include "joule/kernels/eltwise/eltwise.h"
 #include "joule/ops/vec_math.h"
 
 namespace joule::kernels {
@@ -87,7 +88,7 @@ JOULE_AVX512 void activate_avx512(MatMulAct act, float a, float b, float* y, int
 void matmul_activate(const MatMulEpilogue& e, float* y, int64_t count, ThreadPool& pool) {
   if (e.act == MatMulAct::kNone) return;
   const auto f = cpu_features().avx512 ? activate_avx512 : activate;
-  pool.parallel_for(count, [&](int64_t b, int64_t end) { f(e.act, e.alpha, e.beta, y + b, end - b); });
+  split_items(&pool, count, 1, [&](int64_t b, int64_t end) { f(e.act, e.alpha, e.beta, y + b, end - b); });
 }
 
 double matmul_epilogue_ms(const MatMulEpilogue& e, double count, int threads) {

@@ -90,9 +90,9 @@ dnnl::primitive_attr epilogue_attr(const MatMulEpilogue& ep) {
   if (ep.residual) po.append_sum(1.f);
   switch (ep.act) {
     case MatMulAct::kNone: break;
-    case MatMulAct::kRelu: po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f); break;
+    case MatMulAct::kRelu: break;  // after the primitive (keeps NaN; see kernels/conv/onednn.h)
     case MatMulAct::kLeakyRelu: po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, ep.alpha, 0.f); break;
-    case MatMulAct::kClip: po.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, ep.alpha, ep.beta); break;
+    case MatMulAct::kClip: break;  // after the primitive
     case MatMulAct::kGelu: po.append_eltwise(1.f, dnnl::algorithm::eltwise_gelu_erf, 0.f, 0.f); break;
   }
   dnnl::primitive_attr attr;
@@ -115,7 +115,7 @@ memory user_weights(const PackedProblem& p, std::vector<float>* scaled) {
 class PackedMatMul : public Kernel {
  public:
   PackedMatMul(const PackedProblem& p, int threads, bool bf16)
-      : a_(p.a), y_(p.y), residual_(p.ep.residual),
+      : a_(p.a), y_(p.y), residual_(p.ep.residual), after_(p.ep),
         mm_(memory::desc({p.M, p.K}, dt::f32, tag::ab), user_weights(p, &scaled_),
             p.bias.empty() ? memory::desc() : memory::desc({1, p.N}, dt::f32, tag::ab),
             memory::desc({p.M, p.N}, dt::f32, tag::ab), epilogue_attr(p.ep), threads,
@@ -140,6 +140,7 @@ class PackedMatMul : public Kernel {
       if (Z.raw() != Y.raw()) std::memcpy(Y.raw(), Z.raw(), Y.nbytes());
     }
     mm_.execute(A.raw(), Y.raw(), k.pool->threads());
+    if (after_.act == MatMulAct::kRelu || after_.act == MatMulAct::kClip) matmul_activate(after_, Y.data<float>(), Y.numel(), *k.pool);
   }
 
   std::string detail() const override { return mm_.detail(); }
@@ -149,6 +150,7 @@ class PackedMatMul : public Kernel {
  private:
   Shape a_, y_;
   bool residual_;
+  MatMulEpilogue after_;  // ReLU and Clip: applied after the primitive
   std::vector<float> scaled_;  // alpha * B until the primitive has packed it
   OnednnMatMulPrimitive mm_;
 };
