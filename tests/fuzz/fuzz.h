@@ -65,8 +65,11 @@ inline std::string write_scratch(const std::string& name, const uint8_t* data, s
 }  // namespace joule::fuzz
 
 // Every target: tensors a fuzz input declares are refused above 256 MB (joule's own limit,
-// JOULE_MEMORY_LIMIT), so that a small file claiming gigabytes is refused as on a small machine.
+// JOULE_MEMORY_LIMIT), so that a small file claiming gigabytes is refused as on a small machine;
+// a Loop stops after 10000 iterations (JOULE_LOOP_LIMIT), so that a model whose loop never ends
+// is an error, not a hang.
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   ::setenv("JOULE_MEMORY_LIMIT", "268435456", 0);
+  ::setenv("JOULE_LOOP_LIMIT", "10000", 0);
   return 0;
 }

@@ -2,6 +2,7 @@
 // maps (iteration, cond, N values) to (cond, N values, K scan outputs). Outputs: the N final
 // values, then each scan output stacked over the iterations along a new axis 0. Runs while
 // i < M and cond (ONNX's for / while / do-while forms). The body runs on the reference kernels.
+#include <cstdlib>
 #include <limits>
 
 #include "joule/ops/subgraph_util.h"
@@ -49,6 +50,21 @@ void infer(InferContext& c) {
   }
 }
 
+// ONNX lets a Loop run without bound (no trip count and a condition that stays true, or a trip
+// count near 2^63). $JOULE_LOOP_LIMIT (iterations) stops such a loop with an error instead: the
+// fuzz targets set 10000, a service running models it does not know can set its own. Unset or
+// not a positive integer: no limit.
+int64_t loop_limit() {
+  static const int64_t limit = [] {
+    const char* e = std::getenv("JOULE_LOOP_LIMIT");
+    if (!e || !*e) return std::numeric_limits<int64_t>::max();
+    char* end = nullptr;
+    const long long v = std::strtoll(e, &end, 10);
+    return end != e && *end == 0 && v > 0 ? static_cast<int64_t>(v) : std::numeric_limits<int64_t>::max();
+  }();
+  return limit;
+}
+
 void run(KernelContext& c) {
   const ir::Graph& body = c.node.attr_graph("body");
   const auto [carried, scans] = counts(c.node, body);
@@ -58,6 +74,8 @@ void run(KernelContext& c) {
   for (size_t i = 0; i < carried; ++i) values.push_back(c.in(2 + i));
   std::vector<std::vector<Tensor>> stacked(scans);
   for (int64_t i = 0; i < trips && cond; ++i) {
+    if (i == loop_limit())
+      fail(c.node.where() + ": the Loop ran " + std::to_string(i) + " iterations, the limit JOULE_LOOP_LIMIT sets");
     std::vector<Tensor> in = {Tensor::scalar<int64_t>(i), Tensor::scalar<bool>(cond)};
     in.insert(in.end(), values.begin(), values.end());
     std::vector<Tensor> out = subgraph::run(c, body, in);
