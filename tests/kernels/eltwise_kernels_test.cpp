@@ -204,6 +204,8 @@ TEST(EltwiseKernels, PoolSimdMatchesReference) {
     expect_pool_matches("AveragePool", xh, attrs, 1e-6, "N,H,W,C AveragePool " + what, 1, 13, "joule");
     attrs.erase("count_include_pad");
     expect_pool_matches("MaxPool", xh, attrs, 0, "N,H,W,C MaxPool " + what, 1, 13, "joule");
+    expect_pool_matches("MaxPool", ops::movement::transpose_tensor(codes, ops::movement::kNchwToNhwc), attrs, 0,
+                        "N,H,W,C MaxPool codes " + what, 1, 13, "joule");
   }
   // large enough for two threads
   const Tensor big = values({1, 64, 56, 56}, 3, 5);
@@ -216,6 +218,9 @@ TEST(EltwiseKernels, PoolSimdMatchesReference) {
   k3s2_nhwc["channels_last"] = int64_t{1};
   const Tensor big_nhwc = ops::movement::transpose_tensor(big, ops::movement::kNchwToNhwc);
   expect_pool_matches("MaxPool", big_nhwc, k3s2_nhwc, 0, "N,H,W,C MaxPool threads 2", 2, 13, "joule");
+  Tensor big_codes(DType::UInt8, big_nhwc.shape());
+  for (int64_t j = 0; j < big_codes.numel(); ++j) big_codes.data<uint8_t>()[j] = static_cast<uint8_t>(j * 37 % 251);
+  expect_pool_matches("MaxPool", big_codes, k3s2_nhwc, 0, "N,H,W,C MaxPool codes threads 2", 2, 13, "joule");
   expect_pool_matches("AveragePool", big_nhwc, k3s2_nhwc, 1e-6, "N,H,W,C AveragePool threads 2", 2, 13, "joule");
 }
 
@@ -395,22 +400,28 @@ TEST(EltwiseKernels, SoftmaxLayerNormBatchNormMatchReference) {
       ASSERT_EQ(got.algorithm, "simd") << what;
       expect_close(got.out.at("y"), want.out.at("y"), 1e-6, what, 1.0);  // float statistics: absolute near 0
     }
-    {  // inference BatchNormalization, N,C,H,W and N,C
+    {  // inference BatchNormalization, N,C,H,W and N,C; joule's on N,H,W,C (channels_last)
       const int64_t c = r(1, 40);
-      const Shape shape = i % 5 == 4 ? Shape{r(1, 3), c} : Shape{r(1, 2) * big, c, r(1, 15), r(1, 15)};
+      const bool nhwc = i % 3 == 1;
+      const Shape shape = nhwc ? Shape{r(1, 2) * big, r(1, 15), r(1, 15), c}
+                          : i % 5 == 4 ? Shape{r(1, 3), c} : Shape{r(1, 2) * big, c, r(1, 15), r(1, 15)};
       GraphBuilder b;
       b.input("x", DType::Float32, shape)
           .init("s", testing::random_tensor({c}, seed + 1, 0.5f, 1.5f))
           .init("bb", testing::random_tensor({c}, seed + 2))
           .init("m", testing::random_tensor({c}, seed + 3))
           .init("v", testing::random_tensor({c}, seed + 4, 0.1f, 2.f));
-      b.node("BatchNormalization", {"x", "s", "bb", "m", "v"}, {"y"});
+      b.node("BatchNormalization", {"x", "s", "bb", "m", "v"}, {"y"}, nhwc ? std::map<std::string, ir::Attribute>{{"channels_last", int64_t{1}}} : std::map<std::string, ir::Attribute>{});
       b.g.nodes.back()->name = "op";
+      if (nhwc) {
+        b.g.nodes.back()->domain = "joule";
+        b.g.opsets["joule"] = 1;
+      }
       b.output("y");
       const Tensor x = values(shape, seed, 10);
       const auto want = testing::run_with_algo(b.g, {{"x", x}}, {"reference"}, "op", threads);
       const auto got = testing::run_with_algo(b.g, {{"x", x}}, {"batch_norm=simd"}, "op", threads);
-      const std::string what = "BatchNormalization " + shape_str(shape);
+      const std::string what = std::string(nhwc ? "joule " : "") + "BatchNormalization " + shape_str(shape);
       ASSERT_EQ(got.algorithm, "simd") << what;
       expect_close(got.out.at("y"), want.out.at("y"), 1e-6, what, 1.0);  // an FMA: absolute near 0
     }

@@ -208,6 +208,38 @@ TEST(ChannelsLast, ChannelConcatOfNhwcBranchesStaysNhwc) {
   expect_same_outputs(g, h, "reference");
 }
 
+// A dense layer (DenseNet): two branches concatenated, then BatchNormalization, ReLU and the
+// next conv. The BN becomes joule's N,H,W,C one: no Transpose between the convs.
+TEST(ChannelsLast, BatchNormAfterConcatRunsNhwc) {
+  GraphBuilder b;
+  b.input("x", DType::Float32, {1, 8, 9, 9})
+      .init("wa", random_tensor({8, 8, 1, 1}, 1, -0.4f, 0.4f))
+      .init("wb", random_tensor({4, 8, 3, 3}, 2, -0.2f, 0.2f))
+      .init("scale", random_tensor({12}, 3, 0.5f, 1.5f))
+      .init("bias", random_tensor({12}, 4, -0.5f, 0.5f))
+      .init("mean", random_tensor({12}, 5, -0.3f, 0.3f))
+      .init("var", random_tensor({12}, 6, 0.2f, 2.f))
+      .init("wn", random_tensor({8, 12, 1, 1}, 7, -0.3f, 0.3f))
+      .node("Conv", {"x", "wa"}, {"a"}, {}, "a")
+      .node("Conv", {"x", "wb"}, {"c"}, {{"pads", Ints{1, 1, 1, 1}}}, "b")
+      .node("Concat", {"a", "c"}, {"cat"}, {{"axis", int64_t{1}}})
+      .node("BatchNormalization", {"cat", "scale", "bias", "mean", "var"}, {"bn"}, {{"epsilon", 1e-3f}}, "bn")
+      .node("Relu", {"bn"}, {"r"})
+      .node("Conv", {"r", "wn"}, {"y"}, {}, "next")
+      .output("y");
+  const ir::Graph g = b.build();
+  const ir::Graph h = every_conv_channels_last(g);
+  EXPECT_EQ(count(h, "Transpose"), 2);  // x in, y out
+  for (auto& n : h.nodes)
+    if (n->op_type == "BatchNormalization") {
+      EXPECT_EQ(n->domain, "joule");
+      EXPECT_EQ(n->attr_int("channels_last", 0), 1);
+    }
+  expect_same_outputs(g, h, "conv=onednn");
+  expect_same_outputs(g, h, "reference");
+  expect_same_outputs(g, h, "batch_norm=simd");
+}
+
 TEST(ChannelsLast, LoneConvsAndRefusedConvsStayNchw) {
   GraphBuilder b;
   b.input("x", DType::Float32, {1, 4, 9, 9})

@@ -18,8 +18,9 @@
 //     excitation blocks: the pooled [N,1,1,C] gate multiplies the N,H,W,C activations).
 //     A Concat along the channels whose inputs are all to-NCHW Transposes concatenates the
 //     N,H,W,C tensors along axis 3 (SqueezeNet's Fire modules, Inception blocks, DenseNet).
-//     A float32 2-D MaxPool/AveragePool becomes the joule-domain pool of that name with
-//     channels_last = 1 (the pools between GoogLeNet's, Inception's and SqueezeNet's blocks).
+//     A float32 2-D MaxPool/AveragePool (a MaxPool of int8/uint8 codes too) becomes the
+//     joule-domain pool of that name with channels_last = 1 (the pools between GoogLeNet's, Inception's and SqueezeNet's blocks), an
+//     inference BatchNormalization the joule-domain one (DenseNet's BN after each Concat).
 //  3. A to-NHWC Transpose of a to-NCHW Transpose's output is the original tensor.
 // What remains are Transposes at the edges of the conv regions (the input image, the pooled
 // features before the classifier) and before ops with no N,H,W,C form. Element values are
@@ -70,12 +71,21 @@ bool is_channel_concat(const ir::Node& n) {
   return axis == 1 || axis == -3;
 }
 
-// A float32 2-D MaxPool/AveragePool without Indices: the joule-domain pool of the same name
-// computes it on N,H,W,C (channels_last = 1).
+// A 2-D MaxPool/AveragePool without Indices (float32; a MaxPool of 8-bit codes too): the
+// joule-domain pool of the same name computes it on N,H,W,C (channels_last = 1).
 bool is_spatial_pool(const ir::Node& n) {
   if (!n.domain.empty() || (n.op_type != "MaxPool" && n.op_type != "AveragePool") || n.inputs.size() != 1) return false;
   if (n.outputs.empty() || (n.outputs.size() > 1 && !n.outputs[1].empty())) return false;
   return n.attr_ints("kernel_shape").size() == 2;
+}
+
+// An inference BatchNormalization over the channels (one output used): joule's of that name
+// with channels_last = 1 computes it on N,H,W,C.
+bool is_inference_batch_norm(const ir::Node& n) {
+  if (!n.domain.empty() || n.op_type != "BatchNormalization" || n.inputs.size() != 5 || n.outputs.empty()) return false;
+  for (size_t i = 1; i < n.outputs.size(); ++i)
+    if (!n.outputs[i].empty()) return false;
+  return n.attr_int("training_mode", 0) == 0 && n.attr_int("spatial", 1) == 1;
 }
 
 // Ops a to-NCHW Transpose may sink below (given suitable other operands, see Sinker::sinkable).
@@ -139,7 +149,8 @@ class Sinker {
       if (is_global_average_pool(op) && is_transpose(producer(op.inputs[0]), kToNchw)) {
         to_reduce_mean_nhwc(op);
         moved.push_back(0);
-      } else if (is_spatial_pool(op) && is_float32_transpose(producer(op.inputs[0]))) {
+      } else if ((is_spatial_pool(op) || is_inference_batch_norm(op)) &&
+                 transposed_type(producer(op.inputs[0]), op.op_type == "MaxPool")) {
         op.domain = "joule";
         op.outputs.resize(1);
         op.attrs["channels_last"] = int64_t{1};
@@ -198,7 +209,8 @@ class Sinker {
           if (convs.count(&u) && data_input) {
             linked.insert(c);
             linked.insert(&u);
-          } else if (((layout_free(u) || is_global_average_pool(u)) && u.outputs.size() == 1) || is_spatial_pool(u)) {
+          } else if (((layout_free(u) || is_global_average_pool(u)) && u.outputs.size() == 1) || is_spatial_pool(u) ||
+                     (is_inference_batch_norm(u) && u.inputs[0] == v)) {
             todo.push_back(u.outputs[0]);
           }
         }
@@ -223,11 +235,13 @@ class Sinker {
     }
   }
 
-  // A to-NCHW Transpose of a static float32 tensor.
-  bool is_float32_transpose(const ir::Node* t) const {
+  // A to-NCHW Transpose of a static float32 tensor (or int8/uint8 codes when `codes`: what a
+  // MaxPool takes once lower_int8 moved its QuantizeLinear above it).
+  bool transposed_type(const ir::Node* t, bool codes) const {
     if (!is_transpose(t, kToNchw)) return false;
     const ir::TensorType* ty = g_.type_of(t->outputs[0]);
-    return ty && ty->is_static() && ty->dtype == DType::Float32;
+    return ty && ty->is_static() &&
+           (ty->dtype == DType::Float32 || (codes && (ty->dtype == DType::UInt8 || ty->dtype == DType::Int8)));
   }
 
   const ir::Node* producer(const std::string& v) const {

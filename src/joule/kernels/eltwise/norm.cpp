@@ -6,7 +6,8 @@
 // - layer_norm: LayerNormalization (ONNX and joule's, output 0 only) with constant Scale and B,
 //   statistics in float over the row (two passes, reassociated sums).
 // - batch_norm: inference BatchNormalization with constant statistics (what fold_batch_norm
-//   cannot fold: DenseNet's pre-activation BN after a Concat) as y = x * a[c] + b[c] per plane.
+//   cannot fold: DenseNet's pre-activation BN after a Concat) as y = x * a[c] + b[c] per plane,
+//   or per row of C values on N,H,W,C (joule's BatchNormalization with channels_last).
 // Each loop is compiled for the baseline and for AVX-512; rows or planes split over threads.
 // The ops' reference kernels (ops/) compute the same in double or plain scalar loops.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -136,6 +137,18 @@ JOULE_ALWAYS_INLINE void affine_body(const float* x, float* y, int64_t n, float 
 void affine_base(const float* x, float* y, int64_t n, float a, float b) { affine_body(x, y, n, a, b); }
 JOULE_AVX512 void affine_avx512(const float* x, float* y, int64_t n, float a, float b) { affine_body(x, y, n, a, b); }
 
+// `rows` rows of n channels (N,H,W,C): y = x * a[c] + b[c].
+JOULE_ALWAYS_INLINE void affine_rows_body(const float* x, float* y, int64_t rows, int64_t n, const float* a, const float* b) {
+  for (int64_t r = 0; r < rows; ++r, x += n, y += n)
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] * a[i] + b[i];
+}
+void affine_rows_base(const float* x, float* y, int64_t rows, int64_t n, const float* a, const float* b) {
+  affine_rows_body(x, y, rows, n, a, b);
+}
+JOULE_AVX512 void affine_rows_avx512(const float* x, float* y, int64_t rows, int64_t n, const float* a, const float* b) {
+  affine_rows_body(x, y, rows, n, a, b);
+}
+
 // ---- plans
 
 enum class Kind { kSoftmax, kLayerNorm, kBatchNorm };
@@ -143,7 +156,8 @@ enum class Kind { kSoftmax, kLayerNorm, kBatchNorm };
 struct Plan {
   Kind kind;
   Shape shape;
-  int64_t rows = 0, n = 0;  // softmax/layer norm: rows of n; batch norm: N*C planes of n
+  int64_t rows = 0, n = 0;  // softmax/layer norm: rows of n; batch norm: N*C planes of n (N*H*W rows of C when channels_last)
+  bool channels_last = false;
   std::vector<float> a, b;  // layer norm: scale, bias (n); batch norm: per channel
   float eps = 0;
 };
@@ -207,8 +221,10 @@ std::string read(const NodeView& v, Plan* p) {
   p->kind = Kind::kBatchNorm;
   if (n.attr_int("training_mode", 0) != 0) return "training mode";
   if (r < 2) return "rank below 2";
-  const int64_t c = p->shape[1];
-  p->rows = p->shape[0] * c;
+  p->channels_last = n.domain == "joule";  // (its check: channels_last = 1, rank 4)
+  if (p->channels_last && r != 4) return "channels_last with rank other than 4";
+  const int64_t c = p->shape[p->channels_last ? 3 : 1];
+  p->rows = p->channels_last ? shape_numel(p->shape) / c : p->shape[0] * c;
   p->n = shape_numel(p->shape) / p->rows;
   const double eps = n.attr_float("epsilon", 1e-5f);
   const Tensor* t[4];
@@ -253,6 +269,13 @@ class NormKernel final : public Kernel {
         return;
       }
       case Kind::kBatchNorm: {
+        if (p_.channels_last) {
+          const auto rows = avx512 ? affine_rows_avx512 : affine_rows_base;
+          split_items(k.pool, p_.rows, n, [&](int64_t r0, int64_t r1) {
+            rows(x + r0 * n, y + r0 * n, r1 - r0, n, p_.a.data(), p_.b.data());
+          });
+          return;
+        }
         const auto plane = avx512 ? affine_avx512 : affine_base;
         const size_t c = p_.a.size();
         split_items(k.pool, p_.rows, n, [&](int64_t r0, int64_t r1) {
@@ -294,7 +317,7 @@ std::unique_ptr<Kernel> prepare(const NodeView& v) {
 std::string norm_class(const ir::Node& n) {
   if (n.domain.empty() && n.op_type == "Softmax") return "softmax";
   if ((n.domain.empty() || n.domain == "joule") && n.op_type == "LayerNormalization") return "layer_norm";
-  if (n.domain.empty() && n.op_type == "BatchNormalization") return "batch_norm";
+  if ((n.domain.empty() || n.domain == "joule") && n.op_type == "BatchNormalization") return "batch_norm";
   return "";
 }
 
@@ -305,7 +328,7 @@ const Algorithm kLayerNormSimd{"layer_norm", "simd",
                                "float32 LayerNormalization with constant Scale/B, float statistics, rows over threads",
                                supports, estimate_ms, prepare};
 const Algorithm kBatchNormSimd{"batch_norm", "simd",
-                               "float32 inference BatchNormalization with constant statistics: x * a[c] + b[c], planes over threads",
+                               "float32 inference BatchNormalization with constant statistics (N,C,H,W or joule's N,H,W,C): x * a[c] + b[c], planes or rows over threads",
                                supports, estimate_ms, prepare};
 
 }  // namespace joule::kernels

@@ -2,7 +2,8 @@
 // strides, ceil_mode, count_include_pad; MaxPool without dilations or Indices), GlobalAveragePool,
 // GlobalMaxPool, ReduceMean over H,W of N,C,H,W (axes 2,3) or of N,H,W,C (axes 1,2: what
 // the channels_last pass makes of a squeeze-and-excitation GlobalAveragePool), and joule's
-// N,H,W,C MaxPool/AveragePool (channels_last).
+// N,H,W,C MaxPool/AveragePool (channels_last). MaxPool also takes int8/uint8 codes (N,C,H,W or
+// N,H,W,C: lower_int8 moves a QuantizeLinear above it).
 // N,C,H,W windows are separable: each output row first reduces its window's input rows into a
 // padded row buffer (vectorised along W), then each output takes the reduction of kw buffer
 // cells (vectorised along the output row). N,H,W,C reductions run along C. Max propagates NaN
@@ -40,13 +41,19 @@ JOULE_AVX512 void add_avx512(float* acc, const float* x, int64_t n) { add_body(a
 using Add = void (*)(float*, const float*, int64_t);
 Add add_of() { return cpu_features().avx512 ? add_avx512 : add_base; }
 
-// acc[i] = max(acc[i], x[i]), NaN winning (the N,H,W,C windows)
-JOULE_ALWAYS_INLINE void max_body(float* acc, const float* x, int64_t n) {
+// acc[i] = max(acc[i], x[i]), NaN winning (the N,H,W,C windows; float32 or 8-bit codes)
+template <class T>
+JOULE_ALWAYS_INLINE void max_body(T* acc, const T* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) acc[i] = vmax_t(acc[i], x[i]);
 }
-void max_base(float* acc, const float* x, int64_t n) { max_body(acc, x, n); }
-JOULE_AVX512 void max_avx512(float* acc, const float* x, int64_t n) { max_body(acc, x, n); }
-Add max_of() { return cpu_features().avx512 ? max_avx512 : max_base; }
+template <class T>
+void max_base(T* acc, const T* x, int64_t n) { max_body(acc, x, n); }
+template <class T>
+JOULE_AVX512 void max_avx512(T* acc, const T* x, int64_t n) { max_body(acc, x, n); }
+template <class T>
+using Fold = void (*)(T*, const T*, int64_t);
+template <class T = float>
+Fold<T> max_of() { return cpu_features().avx512 ? max_avx512<T> : max_base<T>; }
 
 // Output columns [j0, j1) of one output row whose windows lie inside the input row: acc[j] =
 // the max (or sum) over the kernel rows `rows` and kernel columns b of rows[a][j*S + b - pad].
@@ -180,7 +187,6 @@ std::string plan_of(const NodeView& v, Plan* p) {
   }
   if (t != "MaxPool" && t != "AveragePool") return "not a pooling op";
   p->kind = t == "MaxPool" ? (nhwc ? Kind::kMaxNhwc : Kind::kMaxPool) : (nhwc ? Kind::kAvgNhwc : Kind::kAvgPool);
-  if (nhwc && p->dtype != DType::Float32) return "N,H,W,C input is not float32";
   const Shape hw = nhwc ? Shape{p->x_shape[1], p->x_shape[2]} : Shape{p->x_shape[2], p->x_shape[3]};
   ops::ConvGeometry g;
   ops::SpatialPlan sp;
@@ -217,8 +223,13 @@ class PoolKernel final : public Kernel {
       fail(k.node.where() + ": the simd kernel was prepared for another shape or dtype, got " + X.describe());
     Tensor& Y = k.output(0, p_.dtype, p_.y_shape);
     const int64_t n = p_.x_shape[0], c = p_.x_shape[1];
-    if (p_.dtype == DType::UInt8) return windows<uint8_t, true>(X.data<uint8_t>(), Y.data<uint8_t>(), n * c, k.pool);
-    if (p_.dtype == DType::Int8) return windows<int8_t, true>(X.data<int8_t>(), Y.data<int8_t>(), n * c, k.pool);
+    const bool nhwc = p_.kind == Kind::kMaxNhwc;
+    if (p_.dtype == DType::UInt8)
+      return nhwc ? windows_nhwc<uint8_t, true>(X.data<uint8_t>(), Y.data<uint8_t>(), k.pool)
+                  : windows<uint8_t, true>(X.data<uint8_t>(), Y.data<uint8_t>(), n * c, k.pool);
+    if (p_.dtype == DType::Int8)
+      return nhwc ? windows_nhwc<int8_t, true>(X.data<int8_t>(), Y.data<int8_t>(), k.pool)
+                  : windows<int8_t, true>(X.data<int8_t>(), Y.data<int8_t>(), n * c, k.pool);
     const float* x = X.data<float>();
     float* y = Y.data<float>();
     switch (p_.kind) {
@@ -227,8 +238,8 @@ class PoolKernel final : public Kernel {
       case Kind::kGlobalAvg:
       case Kind::kGlobalMax: return planes(x, y, n * c, p_.x_shape[2] * p_.x_shape[3], k.pool);
       case Kind::kMeanNhwc: return mean_nhwc(x, y, k.pool);
-      case Kind::kMaxNhwc: return windows_nhwc<true>(x, y, k.pool);
-      case Kind::kAvgNhwc: return windows_nhwc<false>(x, y, k.pool);
+      case Kind::kMaxNhwc: return windows_nhwc<float, true>(x, y, k.pool);
+      case Kind::kAvgNhwc: return windows_nhwc<float, false>(x, y, k.pool);
     }
   }
 
@@ -304,21 +315,24 @@ class PoolKernel final : public Kernel {
 
   // N,H,W,C windows: each output pixel's C values start from the window's first cell inside
   // the input and fold in the others along C (vectorised); averages then scaled. Output rows
-  // split over threads.
-  template <bool Max>
-  void windows_nhwc(const float* x, float* y, ThreadPool* pool) const {
+  // split over threads. T: float32, or the 8-bit codes of a MaxPool.
+  template <class T, bool Max>
+  void windows_nhwc(const T* x, T* y, ThreadPool* pool) const {
     const int64_t n = p_.x_shape[0], c = p_.x_shape[3], h = p_.h, w = p_.w, oh = p_.oh, ow = p_.ow;
-    const Add fold = Max ? max_of() : add_of();
+    Fold<T> fold;
+    if constexpr (std::is_same_v<T, float>) fold = Max ? max_of() : add_of();
+    else fold = max_of<T>();
+    const T none = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
     split_items(pool, n * oh, ow * p_.kh * p_.kw * c, [&](int64_t first, int64_t last) {
       for (int64_t r = first; r < last; ++r) {
         const int64_t b = r / oh, i = r % oh;
         const int64_t h0 = i * p_.sh - p_.pt, a0 = std::max<int64_t>(0, -h0), a1 = std::min(p_.kh, h - h0);
-        const float* xb = x + b * h * w * c;
+        const T* xb = x + b * h * w * c;
         for (int64_t j = 0; j < ow; ++j) {
           const int64_t w0 = j * p_.sw - p_.pl, b0 = std::max<int64_t>(0, -w0), b1 = std::min(p_.kw, w - w0);
-          float* acc = y + (r * ow + j) * c;
+          T* acc = y + (r * ow + j) * c;
           if (a0 >= a1 || b0 >= b1) {  // no cell inside the input
-            std::fill(acc, acc + c, Max ? -std::numeric_limits<float>::infinity() : 0.f);
+            std::fill(acc, acc + c, Max ? none : T(0));
           } else {
             std::copy_n(xb + ((h0 + a0) * w + w0 + b0) * c, c, acc);
             for (int64_t a = a0; a < a1; ++a)
@@ -378,7 +392,7 @@ bool is_pool(const ir::Node& n) {
 
 extern const Algorithm kPoolSimd;
 const Algorithm kPoolSimd{"pool", "simd",
-                          "float32 2-D Max/AveragePool (separable windows), global pools and ReduceMean over H,W, vectorised, threaded",
+                          "float32 2-D Max/AveragePool (separable windows; N,C,H,W or N,H,W,C; MaxPool of 8-bit codes too), global pools and ReduceMean over H,W, vectorised, threaded",
                           supports, estimate_ms, prepare};
 
 }  // namespace joule::kernels

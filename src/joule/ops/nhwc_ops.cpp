@@ -1,9 +1,13 @@
-// MaxPool and AveragePool of N,H,W,C tensors: joule-domain ops of those names with
-// `channels_last` = 1 and otherwise the ONNX ops' attributes (latest opset semantics), made by
-// the channels_last pass so that a pool between two convolutions needs no layout Transposes.
-// This reference kernel permutes to N,C,H,W, runs the ONNX op's reference and permutes back;
-// the fast one is kernels/eltwise/pool.cpp.
+// ONNX ops on N,H,W,C tensors: joule-domain ops of the ONNX names with `channels_last` = 1 and
+// otherwise the ONNX ops' attributes (latest opset semantics), made by the channels_last pass so
+// that the op between two convolutions needs no layout Transposes: MaxPool and AveragePool
+// (between GoogLeNet's, Inception's and SqueezeNet's blocks) and inference BatchNormalization
+// (DenseNet's pre-activation BN after each Concat). Input 0 and output 0 are N,H,W,C; the other
+// inputs (BN's per-channel vectors) are as in the ONNX op. This reference kernel permutes to
+// N,C,H,W, runs the ONNX op's reference and permutes back; the fast ones are
+// kernels/eltwise/pool.cpp and norm.cpp.
 #include "joule/ops/movement_util.h"
+#include "joule/ops/nn_util.h"
 #include "joule/ops/pool_util.h"
 
 namespace joule::ops {
@@ -13,7 +17,7 @@ constexpr int64_t kOnnxOpset = 19;
 
 // The ONNX node computing the same on N,C,H,W.
 ir::Node onnx_node(const ir::Node& n) {
-  if (n.attr_int("channels_last", 0) != 1) fail(n.where() + ": the joule-domain pool needs channels_last = 1");
+  if (n.attr_int("channels_last", 0) != 1) fail(n.where() + ": the joule-domain " + n.op_type + " needs channels_last = 1");
   ir::Node o = n;
   o.domain.clear();
   o.attrs.erase("channels_last");
@@ -31,7 +35,9 @@ void infer(InferContext& c) {
   JOULE_CHECK(!x.has_shape || x.dims.size() == 4, c.node.where() + ": channels_last needs a rank-4 input");
   const ir::Node n = onnx_node(c.node);
   const ir::TensorType xn = x.has_shape ? movement::permute_type(x, movement::kNhwcToNchw) : x;
-  InferContext inner{n, kOnnxOpset, {&xn}, {nullptr}, std::vector<ir::TensorType>(1), {}};
+  InferContext inner{n, kOnnxOpset, c.input_types, c.input_values, std::vector<ir::TensorType>(1), {}};
+  inner.input_types[0] = &xn;
+  inner.input_values[0] = nullptr;
   onnx_op(n).infer(inner);
   const ir::TensorType& y = inner.out(0);
   c.out(0) = y.has_shape ? movement::permute_type(y, movement::kNchwToNhwc) : y;
@@ -42,21 +48,26 @@ void run(KernelContext& c) {
   if (x.rank() != 4) fail(c.node.where() + ": channels_last needs a rank-4 input, got " + x.describe());
   const ir::Node n = onnx_node(c.node);
   const Tensor xn = movement::transpose_tensor(x, movement::kNhwcToNchw);
-  KernelContext inner{n, kOnnxOpset, {&xn}, std::vector<Tensor>(1), c.pool};
+  KernelContext inner{n, kOnnxOpset, c.inputs, std::vector<Tensor>(1), c.pool};
+  inner.inputs[0] = &xn;
   onnx_op(n).run(inner);
   c.outputs[0] = movement::transpose_tensor(inner.outputs[0], movement::kNchwToNhwc);
 }
 
 std::string check(const ir::Node& n, int64_t) {
   if (n.attr_int("channels_last", 0) != 1) return "channels_last other than 1";
-  if (n.outputs.size() > 1 && !n.outputs[1].empty()) return "an Indices output";
+  for (size_t i = 1; i < n.outputs.size(); ++i)
+    if (!n.outputs[i].empty()) return "output " + std::to_string(i);
+  if (n.op_type == "BatchNormalization" && n.attr_int("training_mode", 0) != 0) return "training_mode";
   return "";
 }
 
 }  // namespace
 
-extern const OpDef kOpMaxPoolNhwc, kOpAveragePoolNhwc;
+extern const OpDef kOpMaxPoolNhwc, kOpAveragePoolNhwc, kOpBatchNormalizationNhwc;
 const OpDef kOpMaxPoolNhwc{"MaxPool", "joule", 1, 1, infer, run, pool_cost, check};
 const OpDef kOpAveragePoolNhwc{"AveragePool", "joule", 1, 1, infer, run, pool_cost, check};
+const OpDef kOpBatchNormalizationNhwc{"BatchNormalization", "joule", 5, 5, infer, run,
+                                      [](const CostContext& c) { return nn::per_element_cost(c, 2); }, check};
 
 }  // namespace joule::ops
