@@ -79,6 +79,8 @@ Tensor parse_npy(const std::string& b, const std::string& what) {
     fail(what + ": .npy data is truncated (" + std::to_string(b.size() - data_off) + " bytes, shape " +
          shape_str(shape) + " needs " + std::to_string(t.nbytes()) + ")");
   if (t.nbytes()) std::memcpy(t.raw(), b.data() + data_off, t.nbytes());
+  if (dt == DType::Bool)  // any nonzero byte is true (1): a C++ bool holding 185 is undefined
+    for (size_t i = 0; i < t.nbytes(); ++i) static_cast<uint8_t*>(t.raw())[i] = static_cast<uint8_t*>(t.raw())[i] != 0;
   return t;
 }
 

@@ -99,15 +99,24 @@ Tensor tensor_from_proto(const ::onnx::TensorProto& p, const std::string& base_d
     std::copy(p.string_data().begin(), p.string_data().end(), t.data<std::string>());
     return t;
   }
+  // Bytes copied into a bool tensor: any nonzero byte is true (1); a bool holding another value is
+  // undefined behaviour in C++ (UBSan found a Loop condition of 185).
+  auto bools_01 = [&](Tensor& t) {
+    if (dt != DType::Bool) return;
+    auto* b = static_cast<uint8_t*>(t.raw());
+    for (size_t i = 0; i < nbytes; ++i) b[i] = b[i] != 0;
+  };
   if (p.data_location() == ::onnx::TensorProto::EXTERNAL) {
     std::ifstream f = external_data(p, base_dir, what, nbytes);
     Tensor t(dt, shape);
     f.read(static_cast<char*>(t.raw()), static_cast<std::streamsize>(nbytes));
+    bools_01(t);
     return t;
   }
   Tensor t(dt, shape);
   if (p.has_raw_data()) {
     if (nbytes) std::memcpy(t.raw(), p.raw_data().data(), nbytes);
+    bools_01(t);
     return t;
   }
   switch (dt) {
