@@ -21,6 +21,10 @@
 //     A float32 2-D MaxPool/AveragePool (a MaxPool of int8/uint8 codes too) becomes the
 //     joule-domain pool of that name with channels_last = 1 (the pools between GoogLeNet's, Inception's and SqueezeNet's blocks), an
 //     inference BatchNormalization the joule-domain one (DenseNet's BN after each Concat).
+//     A Slice with constant axes slices the N,H,W,C tensor along the permuted axes (ShuffleNet's
+//     channel split). A channel shuffle — Reshape [N,C,H,W] to [N,g,C/g,H,W], Transpose
+//     (0,2,1,3,4), Reshape back, with elementwise ops (QuantizeLinear) anywhere between — runs
+//     as Reshape [N,H,W,g,C/g], Transpose (0,1,2,4,3), Reshape [N,H,W,C] (ShuffleNet's units).
 //  3. A to-NHWC Transpose of a to-NCHW Transpose's output is the original tensor.
 // What remains are Transposes at the edges of the conv regions (the input image, the pooled
 // features before the classifier) and before ops with no N,H,W,C form. Element values are
@@ -86,6 +90,14 @@ bool is_inference_batch_norm(const ir::Node& n) {
   for (size_t i = 1; i < n.outputs.size(); ++i)
     if (!n.outputs[i].empty()) return false;
   return n.attr_int("training_mode", 0) == 0 && n.attr_int("spatial", 1) == 1;
+}
+
+bool is_slice(const ir::Node& n) { return n.domain.empty() && n.op_type == "Slice" && n.outputs.size() == 1; }
+
+// An axis of N,C,H,W as the same axis of N,H,W,C.
+int64_t nhwc_axis(int64_t a) {
+  static constexpr int64_t kMap[4] = {0, 3, 1, 2};
+  return kMap[a < 0 ? a + 4 : a];
 }
 
 // Ops a to-NCHW Transpose may sink below (given suitable other operands, see Sinker::sinkable).
@@ -156,6 +168,11 @@ class Sinker {
         op.attrs["channels_last"] = int64_t{1};
         g_.opsets["joule"] = 1;
         moved.push_back(0);
+      } else if (is_slice(op) && is_transpose(producer(op.inputs[0]), kToNchw) && slice_on_nhwc(op)) {
+        moved.push_back(0);
+      } else if (op.op_type == "Reshape" && op.domain.empty() && is_transpose(producer(op.inputs[0]), kToNchw)) {
+        n += shuffle_on_nhwc(i);
+        continue;
       } else if (!sinkable(op, &moved)) {
         continue;
       }
@@ -210,13 +227,123 @@ class Sinker {
             linked.insert(c);
             linked.insert(&u);
           } else if (((layout_free(u) || is_global_average_pool(u)) && u.outputs.size() == 1) || is_spatial_pool(u) ||
-                     (is_inference_batch_norm(u) && u.inputs[0] == v)) {
+                     ((is_inference_batch_norm(u) || is_slice(u)) && u.inputs[0] == v) || shuffle_step(u)) {
             todo.push_back(u.outputs[0]);
           }
         }
       }
     }
     return linked;
+  }
+
+  // A Reshape or Transpose with a rank-5 output: a step of a channel shuffle (for chained()).
+  bool shuffle_step(const ir::Node& u) const {
+    if (!u.domain.empty() || (u.op_type != "Reshape" && u.op_type != "Transpose") || u.outputs.size() != 1) return false;
+    const ir::TensorType* t = g_.type_of(u.outputs[0]);
+    return t && t->has_shape && t->dims.size() == 5;
+  }
+
+  // Points a Slice of an N,C,H,W tensor at the same axes of N,H,W,C (a new axes constant);
+  // false when its axes are not constant.
+  bool slice_on_nhwc(ir::Node& op) {
+    std::vector<int64_t> axes;
+    const bool attrs = g_.opset("") < 10;  // starts/ends/axes were attributes
+    if (attrs) {
+      const size_t k = op.attr_ints("starts").size();
+      axes = op.has_attr("axes") ? op.attr_ints("axes") : std::vector<int64_t>{};
+      if (!op.has_attr("axes"))
+        for (size_t a = 0; a < k; ++a) axes.push_back(static_cast<int64_t>(a));
+    } else {
+      if (op.inputs.size() < 3) return false;
+      const Tensor* starts = g_.initializers.count(op.inputs[1]) ? &g_.initializers.at(op.inputs[1]) : nullptr;
+      if (!starts || starts->rank() != 1) return false;
+      if (op.inputs.size() > 3 && !op.inputs[3].empty()) {
+        auto it = g_.initializers.find(op.inputs[3]);
+        if (it == g_.initializers.end() || it->second.rank() != 1) return false;
+        for (int64_t a = 0; a < it->second.numel(); ++a) axes.push_back(it->second.value_as_int(a));
+      } else {
+        for (int64_t a = 0; a < starts->numel(); ++a) axes.push_back(a);
+      }
+    }
+    for (int64_t a : axes)
+      if (a < -4 || a > 3) return false;
+    for (int64_t& a : axes) a = nhwc_axis(a);
+    if (attrs) {
+      op.attrs["axes"] = axes;
+      return true;
+    }
+    const std::string name = g_.unique_name(op.name + "_axes_nhwc");
+    g_.initializers[name] = Tensor::from_vector(axes, {static_cast<int64_t>(axes.size())});
+    g_.types[name] = ir::TensorType::of(DType::Int64, {static_cast<int64_t>(axes.size())});
+    if (op.inputs.size() < 4) op.inputs.resize(4);
+    op.inputs[3] = name;
+    return true;
+  }
+
+  // The channel shuffle starting at Reshape node i (its input a to-NCHW Transpose): Reshape to
+  // [N,g,C/g,H,W], Transpose (0,2,1,3,4), Reshape to [N,C,H,W], each value read by the next step
+  // only, with single-consumer elementwise ops (layout_free, not Concat or a two-input binary)
+  // allowed between. Rewritten on N,H,W,C; returns 1 when it was.
+  int shuffle_on_nhwc(size_t i) {
+    ir::Node& r1 = *g_.nodes[i];
+    const ir::TensorType* xt = g_.type_of(r1.inputs[0]);
+    const ir::TensorType* t1 = g_.type_of(r1.outputs[0]);
+    if (!xt || !xt->is_static() || xt->dims.size() != 4 || !t1 || !t1->is_static() || t1->dims.size() != 5) return 0;
+    const Shape x = xt->static_shape(), s5 = t1->static_shape();
+    const int64_t N = x[0], C = x[1], H = x[2], W = x[3], G = s5[1];
+    if (s5 != Shape{N, G, C / std::max<int64_t>(G, 1), H, W} || G < 1 || C % G) return 0;
+    const auto consumers = g_.consumers();
+    std::set<std::string> outs(g_.outputs.begin(), g_.outputs.end());
+    auto next = [&](const std::string& v) -> ir::Node* {
+      auto it = consumers.find(v);
+      if (outs.count(v) || it == consumers.end() || it->second.size() != 1) return nullptr;
+      return g_.nodes[it->second[0]].get();
+    };
+    auto elementwise = [&](const ir::Node& u) {
+      if (u.outputs.size() != 1 || !layout_free(u) || is_channel_concat(u) || is_binary(u)) return false;
+      for (size_t k = 1; k < u.inputs.size(); ++k)
+        if (!u.inputs[k].empty() && !one_element_constant(u.inputs[k])) return false;
+      return true;
+    };
+    std::vector<ir::Node*> mid1, mid2;
+    ir::Node* u = next(r1.outputs[0]);
+    std::string v = r1.outputs[0];
+    for (; u && elementwise(*u) && u->inputs[0] == v; u = next(v)) mid1.push_back(u), v = u->outputs[0];
+    if (!u || !is_transpose(u, {0, 2, 1, 3, 4}) || u->inputs[0] != v) return 0;
+    ir::Node* tr = u;
+    v = tr->outputs[0];
+    for (u = next(v); u && elementwise(*u) && u->inputs[0] == v; u = next(v)) mid2.push_back(u), v = u->outputs[0];
+    if (!u || u->op_type != "Reshape" || !u->domain.empty() || u->inputs[0] != v) return 0;
+    ir::Node* r2 = u;
+    const ir::TensorType* t2 = g_.type_of(r2->outputs[0]);
+    if (!t2 || !t2->is_static() || t2->static_shape() != x) return 0;
+
+    auto shape_const = [&](const std::string& base, const std::vector<int64_t>& dims) {
+      const std::string name = g_.unique_name(base);
+      g_.initializers[name] = Tensor::from_vector(dims, {static_cast<int64_t>(dims.size())});
+      g_.types[name] = ir::TensorType::of(DType::Int64, {static_cast<int64_t>(dims.size())});
+      return name;
+    };
+    auto retype = [&](const std::string& value, const Shape& shape) {
+      const ir::TensorType* t = g_.type_of(value);
+      g_.types[value] = ir::TensorType::of(t ? t->dtype : DType::Float32, shape);
+    };
+    const Shape a5 = {N, H, W, G, C / G}, b5 = {N, H, W, C / G, G};
+    r1.inputs[0] = producer(r1.inputs[0])->inputs[0];
+    r1.inputs[1] = shape_const(r1.name + "_shape_nhwc", a5);
+    retype(r1.outputs[0], a5);
+    for (ir::Node* m : mid1) retype(m->outputs[0], a5);
+    tr->attrs["perm"] = std::vector<int64_t>{0, 1, 2, 4, 3};
+    retype(tr->outputs[0], b5);
+    for (ir::Node* m : mid2) retype(m->outputs[0], b5);
+    r2->inputs[1] = shape_const(r2->name + "_shape_nhwc", {N, H, W, C});
+    const std::string y = r2->outputs[0];
+    const std::string y_nhwc = g_.unique_name(y + "_nhwc");
+    r2->outputs[0] = y_nhwc;
+    retype(y_nhwc, {N, H, W, C});
+    add_transpose(y_nhwc, kToNchw, y);
+    producers_ = g_.producers();
+    return 1;
   }
 
   // GlobalAveragePool of N,C,H,W is ReduceMean over axes 1, 2 (keepdims) of N,H,W,C.

@@ -41,20 +41,6 @@ JOULE_AVX512 void add_avx512(float* acc, const float* x, int64_t n) { add_body(a
 using Add = void (*)(float*, const float*, int64_t);
 Add add_of() { return cpu_features().avx512 ? add_avx512 : add_base; }
 
-// acc[i] = max(acc[i], x[i]), NaN winning (the N,H,W,C windows; float32 or 8-bit codes)
-template <class T>
-JOULE_ALWAYS_INLINE void max_body(T* acc, const T* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) acc[i] = vmax_t(acc[i], x[i]);
-}
-template <class T>
-void max_base(T* acc, const T* x, int64_t n) { max_body(acc, x, n); }
-template <class T>
-JOULE_AVX512 void max_avx512(T* acc, const T* x, int64_t n) { max_body(acc, x, n); }
-template <class T>
-using Fold = void (*)(T*, const T*, int64_t);
-template <class T = float>
-Fold<T> max_of() { return cpu_features().avx512 ? max_avx512<T> : max_base<T>; }
-
 // Output columns [j0, j1) of one output row whose windows lie inside the input row: acc[j] =
 // the max (or sum) over the kernel rows `rows` and kernel columns b of rows[a][j*S + b - pad].
 // Loops run kernel row, kernel column, then output column, so the inner loop vectorises along
@@ -125,6 +111,50 @@ Rows<T> rows_of(int64_t stride) {
   if (stride == 1) return v ? rows_avx512<T, Max, 1> : rows_base<T, Max, 1>;
   if (stride == 2) return v ? rows_avx512<T, Max, 2> : rows_base<T, Max, 2>;
   return v ? rows_avx512<T, Max, 0> : rows_base<T, Max, 0>;
+}
+
+// One output row of an N,H,W,C window pool (T: float32, or 8-bit codes for Max): output column
+// j folds the cells of kernel rows [a0, a1) and the columns of its window inside the input.
+struct NhwcWindow {
+  int64_t h, w, c, ow, h0, a0, a1, kw, sw, pl;
+};
+template <class T, bool Max>
+JOULE_ALWAYS_INLINE void nhwc_row_body(const T* xb, T* y, const NhwcWindow& q, const float* scale, T none) {
+  const int64_t c = q.c;
+  for (int64_t j = 0; j < q.ow; ++j) {
+    const int64_t w0 = j * q.sw - q.pl, b0 = std::max<int64_t>(0, -w0), b1 = std::min(q.kw, q.w - w0);
+    T* acc = y + j * c;
+    if (q.a0 >= q.a1 || b0 >= b1) {  // no cell inside the input
+      for (int64_t k = 0; k < c; ++k) acc[k] = Max ? none : T(0);
+      continue;
+    }
+    const T* first = xb + ((q.h0 + q.a0) * q.w + w0 + b0) * c;
+    for (int64_t k = 0; k < c; ++k) acc[k] = first[k];
+    for (int64_t a = q.a0; a < q.a1; ++a)
+      for (int64_t e = a == q.a0 ? b0 + 1 : b0; e < b1; ++e) {
+        const T* p = xb + ((q.h0 + a) * q.w + w0 + e) * c;
+        for (int64_t k = 0; k < c; ++k) acc[k] = Max ? vmax_t(acc[k], p[k]) : acc[k] + p[k];
+      }
+    if constexpr (!Max) {
+      const float s = scale[j];
+      for (int64_t k = 0; k < c; ++k) acc[k] *= s;
+    }
+  }
+}
+template <class T, bool Max>
+void nhwc_row_base(const T* xb, T* y, const NhwcWindow& q, const float* scale, T none) {
+  nhwc_row_body<T, Max>(xb, y, q, scale, none);
+}
+template <class T, bool Max>
+JOULE_AVX512 void nhwc_row_avx512(const T* xb, T* y, const NhwcWindow& q, const float* scale, T none) {
+  nhwc_row_body<T, Max>(xb, y, q, scale, none);
+}
+template <class T>
+using NhwcRow = void (*)(const T*, T*, const NhwcWindow&, const float*, T);
+template <class T, bool Max>
+NhwcRow<T> nhwc_row_of() {
+  if constexpr (!Max && !std::is_same_v<T, float>) return nullptr;  // (averages of codes: never planned)
+  else return cpu_features().avx512 ? nhwc_row_avx512<T, Max> : nhwc_row_base<T, Max>;
 }
 
 // ---- plans
@@ -314,35 +344,20 @@ class PoolKernel final : public Kernel {
   }
 
   // N,H,W,C windows: each output pixel's C values start from the window's first cell inside
-  // the input and fold in the others along C (vectorised); averages then scaled. Output rows
-  // split over threads. T: float32, or the 8-bit codes of a MaxPool.
+  // the input and fold in the others along C (vectorised, in nhwc_row: one call per output row,
+  // so a few channels — ShuffleNet's 24 — pay no call per cell); averages then scaled. Output
+  // rows split over threads. T: float32, or the 8-bit codes of a MaxPool.
   template <class T, bool Max>
   void windows_nhwc(const T* x, T* y, ThreadPool* pool) const {
     const int64_t n = p_.x_shape[0], c = p_.x_shape[3], h = p_.h, w = p_.w, oh = p_.oh, ow = p_.ow;
-    Fold<T> fold;
-    if constexpr (std::is_same_v<T, float>) fold = Max ? max_of() : add_of();
-    else fold = max_of<T>();
+    const NhwcRow<T> row = nhwc_row_of<T, Max>();
     const T none = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
     split_items(pool, n * oh, ow * p_.kh * p_.kw * c, [&](int64_t first, int64_t last) {
       for (int64_t r = first; r < last; ++r) {
         const int64_t b = r / oh, i = r % oh;
-        const int64_t h0 = i * p_.sh - p_.pt, a0 = std::max<int64_t>(0, -h0), a1 = std::min(p_.kh, h - h0);
-        const T* xb = x + b * h * w * c;
-        for (int64_t j = 0; j < ow; ++j) {
-          const int64_t w0 = j * p_.sw - p_.pl, b0 = std::max<int64_t>(0, -w0), b1 = std::min(p_.kw, w - w0);
-          T* acc = y + (r * ow + j) * c;
-          if (a0 >= a1 || b0 >= b1) {  // no cell inside the input
-            std::fill(acc, acc + c, Max ? none : T(0));
-          } else {
-            std::copy_n(xb + ((h0 + a0) * w + w0 + b0) * c, c, acc);
-            for (int64_t a = a0; a < a1; ++a)
-              for (int64_t e = a == a0 ? b0 + 1 : b0; e < b1; ++e) fold(acc, xb + ((h0 + a) * w + w0 + e) * c, c);
-          }
-          if constexpr (!Max) {
-            const float s = p_.scale[static_cast<size_t>(i * ow + j)];
-            for (int64_t k = 0; k < c; ++k) acc[k] *= s;
-          }
-        }
+        const int64_t h0 = i * p_.sh - p_.pt;
+        const NhwcWindow win{h, w, c, ow, h0, std::max<int64_t>(0, -h0), std::min(p_.kh, h - h0), p_.kw, p_.sw, p_.pl};
+        row(x + b * h * w * c, y + r * ow * c, win, Max ? nullptr : p_.scale.data() + i * ow, none);
       }
     });
   }
