@@ -240,6 +240,53 @@ TEST(ChannelsLast, BatchNormAfterConcatRunsNhwc) {
   expect_same_outputs(g, h, "batch_norm=simd");
 }
 
+// A ShuffleNet unit: the channels split by two Slices, one half through a conv, the halves
+// concatenated and shuffled (Reshape [N,2,C/2,H,W], Transpose (0,2,1,3,4), Reshape back), then
+// the next conv. All of it runs N,H,W,C: Transposes only at the edges and the shuffle's own.
+TEST(ChannelsLast, SlicesAndChannelShuffleRunNhwc) {
+  for (int64_t opset : {9, 13}) {  // Slice's starts/ends/axes: attributes, then inputs
+    SCOPED_TRACE(opset);
+    GraphBuilder b;
+    b.g.opsets[""] = opset;
+    b.input("x", DType::Float32, {1, 8, 6, 7})
+        .init("w0", random_tensor({8, 8, 1, 1}, 1, -0.4f, 0.4f))
+        .init("wb", random_tensor({4, 4, 3, 3}, 2, -0.3f, 0.3f))
+        .init("wn", random_tensor({8, 8, 1, 1}, 3, -0.4f, 0.4f))
+        .init("shape5", Tensor::from_vector(std::vector<int64_t>{1, 2, 4, 6, 7}, {5}))
+        .init("shape4", Tensor::from_vector(std::vector<int64_t>{1, 8, 6, 7}, {4}))
+        .node("Conv", {"x", "w0"}, {"c0"}, {}, "c0")
+        .node("Relu", {"c0"}, {"r0"});
+    if (opset < 10) {
+      b.node("Slice", {"r0"}, {"lo"}, {{"starts", Ints{0}}, {"ends", Ints{4}}, {"axes", Ints{1}}})
+          .node("Slice", {"r0"}, {"hi"}, {{"starts", Ints{0, 4}}, {"ends", Ints{1, 8}}});  // default axes 0, 1
+    } else {
+      b.init("s0", Tensor::from_vector(std::vector<int64_t>{0}, {1}))
+          .init("s4", Tensor::from_vector(std::vector<int64_t>{4}, {1}))
+          .init("s8", Tensor::from_vector(std::vector<int64_t>{8}, {1}))
+          .init("ax", Tensor::from_vector(std::vector<int64_t>{-3}, {1}))
+          .node("Slice", {"r0", "s0", "s4", "ax"}, {"lo"})
+          .node("Slice", {"r0", "s4", "s8", "ax"}, {"hi"});
+    }
+    b.node("Conv", {"hi", "wb"}, {"br"}, {{"pads", Ints{1, 1, 1, 1}}}, "branch")
+        .node("Concat", {"lo", "br"}, {"cat"}, {{"axis", int64_t{1}}})
+        .node("Reshape", {"cat", "shape5"}, {"r5"})
+        .node("Transpose", {"r5"}, {"t5"}, {{"perm", Ints{0, 2, 1, 3, 4}}})
+        .node("Reshape", {"t5", "shape4"}, {"shuf"})
+        .node("Conv", {"shuf", "wn"}, {"y"}, {}, "next")
+        .output("y");
+    const ir::Graph g = b.build();
+    const ir::Graph h = every_conv_channels_last(g);
+    EXPECT_EQ(count(h, "Transpose"), 3);  // x in, y out, the shuffle's
+    for (auto& n : h.nodes) {
+      if (n->op_type == "Transpose" && n->attr_ints("perm").size() == 5) {
+        EXPECT_EQ(n->attr_ints("perm"), (Ints{0, 1, 2, 4, 3}));
+      }
+    }
+    expect_same_outputs(g, h, "conv=onednn");
+    expect_same_outputs(g, h, "reference");
+  }
+}
+
 TEST(ChannelsLast, LoneConvsAndRefusedConvsStayNchw) {
   GraphBuilder b;
   b.input("x", DType::Float32, {1, 4, 9, 9})
