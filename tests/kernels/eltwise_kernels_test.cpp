@@ -429,6 +429,68 @@ TEST(EltwiseKernels, SoftmaxLayerNormBatchNormMatchReference) {
 }
 
 
+// QuantizeLinear (ONNX's and joule's with a folded clamp) and DequantizeLinear: the quantize
+// simd kernel gives the reference kernel's codes and floats bit for bit — per tensor and per
+// axis, int8 and uint8, NaN/Inf/huge values, 1 and 2 threads (large tensors split).
+TEST(EltwiseKernels, QuantizeSimdMatchesReference) {
+  std::mt19937 rng(5);
+  auto r = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  for (int i = 0; i < 60; ++i) {
+    const int64_t rank = r(1, 4);
+    Shape shape;
+    for (int64_t d = 0; d < rank; ++d) shape.push_back(r(1, 9));
+    if (i % 10 == 0) shape.back() = 40000 + r(0, 99);  // split over two threads
+    const bool per_axis = i % 3 == 1 && rank > 1;
+    const int64_t axis = per_axis ? r(-rank, rank - 1) : 1;
+    const int64_t channels = per_axis ? shape[static_cast<size_t>(axis < 0 ? axis + rank : axis)] : 1;
+    const DType codes = i % 2 ? DType::UInt8 : DType::Int8;
+    const Shape ps = per_axis ? Shape{channels} : Shape{};
+    Tensor scale = testing::random_tensor(ps, 100 + i, 0.01f, 0.2f), zp(codes, ps);
+    for (int64_t c = 0; c < zp.numel(); ++c) {
+      if (codes == DType::UInt8) zp.data<uint8_t>()[c] = static_cast<uint8_t>(r(0, 255));
+      else zp.data<int8_t>()[c] = static_cast<int8_t>(r(-128, 127));
+    }
+    const int threads = shape.back() > 1000 ? 2 : 1;
+    const std::string what = fmt::format("case {}: {} {} axis {}", i, shape_str(shape), dtype_name(codes), per_axis ? axis : 99);
+    for (int form = 0; form < 3; ++form) {  // ONNX quantize, joule quantize (clamped), dequantize
+      GraphBuilder b;
+      Tensor x;
+      if (form < 2) {
+        x = values(shape, static_cast<uint32_t>(i), 30);
+        b.input("x", DType::Float32, shape);
+      } else {
+        x = Tensor(codes, shape);
+        for (int64_t j = 0; j < x.numel(); ++j) {
+          if (codes == DType::UInt8) x.data<uint8_t>()[j] = static_cast<uint8_t>(r(0, 255));
+          else x.data<int8_t>()[j] = static_cast<int8_t>(r(-128, 127));
+        }
+        b.input("x", codes, shape);
+      }
+      b.init("s", scale).init("z", zp);
+      std::map<std::string, ir::Attribute> attrs = {{"axis", axis}};
+      if (form == 1) {
+        attrs["clip_min"] = i % 4 ? 0.f : -1.5f;
+        if (i % 5 == 0) attrs["clip_max"] = 6.f;
+      }
+      b.node(form < 2 ? "QuantizeLinear" : "DequantizeLinear", {"x", "s", "z"}, {"y"}, attrs);
+      b.g.nodes.back()->name = "op";
+      if (form == 1) {
+        b.g.nodes.back()->domain = "joule";
+        b.g.opsets["joule"] = 1;
+      }
+      b.output("y");
+      const auto want = testing::run_with_algo(b.g, {{"x", x}}, {"reference"}, "op", threads);
+      const auto got = testing::run_with_algo(b.g, {{"x", x}}, {"quantize=simd"}, "op", threads);
+      const std::string w = what + " form " + std::to_string(form);
+      ASSERT_EQ(got.algorithm, "simd") << w;
+      const Tensor &g = got.out.at("y"), &e = want.out.at("y");
+      ASSERT_EQ(g.dtype(), e.dtype()) << w;
+      ASSERT_EQ(g.nbytes(), e.nbytes()) << w;
+      ASSERT_EQ(std::memcmp(g.raw(), e.raw(), g.nbytes()), 0) << w;
+    }
+  }
+}
+
 // RoiAlign's channels algorithm against the reference kernel: random maps, rois inside, across
 // and outside the image (and degenerate ones), both modes, both coordinate transformations,
 // fixed and adaptive sampling, several images, threads 1 and 2; and a case with few rois on a

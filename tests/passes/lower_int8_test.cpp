@@ -7,6 +7,8 @@
 #include "test_tensors.h"
 
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <random>
 
 #include "graph_builder.h"
@@ -142,8 +144,52 @@ TEST(LowerInt8, SmallNetUint8PerChannel) {
     const auto& info = report["passes"].front()["info"];
     EXPECT_GE(info["requantized"].get<int>(), 1);
     EXPECT_EQ(info["quantize_moved"].get<int>(), 2);  // above MaxPool and Flatten
+    EXPECT_EQ(info["clamps_folded"].get<int>(), 1);   // the Relu after the residual Add
     EXPECT_EQ(count(low, "DequantizeLinear"), 0);
     expect_agree(sim, low, random_inputs(3, 50), 0.05);
+  }
+}
+
+// A Relu whose output only a QuantizeLinear reads folds into it (joule's QuantizeLinear with
+// clip_min): the same codes and outputs, bit for bit, as the Relu and the ONNX op unfolded again,
+// NaN and Inf inputs included, on the fast kernel and the reference.
+TEST(LowerInt8, ClampsFoldIntoQuantizeExactly) {
+  const ir::Graph sim = quantized(small_net(), kW8A8, random_inputs(4, 10));
+  ir::Graph low = sim;
+  passes::run_pipeline(low, {"lower_int8"});
+  ir::Graph unfolded = low;
+  int folded = 0;
+  for (size_t i = 0; i < unfolded.nodes.size(); ++i) {
+    ir::Node& q = *unfolded.nodes[i];
+    if (q.domain != "joule" || q.op_type != "QuantizeLinear") continue;
+    ++folded;
+    ASSERT_EQ(q.attr_float("clip_min", -1.f), 0.f);
+    EXPECT_FALSE(q.has_attr("clip_max"));
+    ir::Node relu;
+    relu.name = q.name + "_relu";
+    relu.op_type = "Relu";
+    relu.inputs = {q.inputs[0]};
+    relu.outputs = {q.name + "_relu_out"};
+    q.domain.clear();
+    q.attrs.erase("clip_min");
+    q.inputs[0] = relu.outputs[0];
+    unfolded.add_node(std::move(relu));
+  }
+  ASSERT_EQ(folded, 1);
+  unfolded.sort_topologically();
+  auto inputs = random_inputs(3, 60);
+  inputs[0].at("x").data<float>()[5] = std::numeric_limits<float>::quiet_NaN();
+  inputs[1].at("x").data<float>()[7] = std::numeric_limits<float>::infinity();
+  inputs[2].at("x").data<float>()[9] = -std::numeric_limits<float>::infinity();
+  for (const char* algo : {"guess", "reference"}) {
+    runtime::SessionOptions o;
+    o.algo.add(algo);
+    runtime::Session a(low, o), b(unfolded, o);
+    for (auto& in : inputs) {
+      const Tensor ya = a.run(in).at("y"), yb = b.run(in).at("y");
+      ASSERT_EQ(ya.nbytes(), yb.nbytes());
+      EXPECT_EQ(std::memcmp(ya.raw(), yb.raw(), ya.nbytes()), 0) << algo;
+    }
   }
 }
 

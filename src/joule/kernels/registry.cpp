@@ -39,6 +39,7 @@ extern const Algorithm kBatchNormSimd;
 extern const Algorithm kRecurrentFused;
 extern const Algorithm kRoiAlignChannels;
 extern const Algorithm kConvTransposeGemm;
+extern const Algorithm kQuantizeSimd;
 bool is_recurrent(const ir::Node& n);  // kernels/recurrent/recurrent.cpp
 
 const std::vector<const Algorithm*>& all_algorithms() {
@@ -47,7 +48,7 @@ const std::vector<const Algorithm*>& all_algorithms() {
                                                      &kGemmOnednnPacked, &kGemmOnednn, &kGemmBlas, &kGemmOnednnBf16, &kMatMulOnednnPacked, &kMatMulOnednn, &kMatMulBlas, &kMatMulOnednnBf16,
                                                      &kQConvOnednnInt8, &kQMatMulOnednnInt8, &kQConvEmulated, &kQMatMulEmulated, &kConvGradDataOnednn,
                                                      &kConvGradWeightOnednn, &kUnarySimd, &kBinarySimd, &kPoolSimd, &kTransposeTiled, &kConcatCopy, &kSliceCopy,
-                                                     &kSoftmaxSimd, &kLayerNormSimd, &kBatchNormSimd, &kRecurrentFused, &kRoiAlignChannels, &kConvTransposeGemm};
+                                                     &kSoftmaxSimd, &kLayerNormSimd, &kBatchNormSimd, &kRecurrentFused, &kRoiAlignChannels, &kConvTransposeGemm, &kQuantizeSimd};
     for (const Algorithm* a : cuda::algorithms()) r.push_back(a);
     return r;
   }();
@@ -69,6 +70,7 @@ std::string op_class_of(const ir::Node& n) {
   if (is_unary_eltwise(n)) return "unary";
   if (is_binary_eltwise(n)) return "binary";
   if (is_pool(n)) return "pool";
+  if (is_quantize(n)) return "quantize";
   if (std::string m = movement_class(n); !m.empty()) return m;
   if (std::string m = norm_class(n); !m.empty()) return m;
   if (is_recurrent(n)) return "recurrent";

@@ -1,4 +1,6 @@
-// QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear (ONNX opsets 10-21, integer types).
+// QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear (ONNX opsets 10-21, integer types),
+// and joule's QuantizeLinear: ONNX's with attributes clip_min / clip_max (default -inf / +inf),
+// the input clamped to them first — a Relu or Clip that lower_int8 folded into the quantization.
 //   Quantize:   y = saturate(round_half_even(x / scale) + zero_point), in zero_point's type (uint8 by default)
 //   Dequantize: y = (x - zero_point) * scale
 // A scalar (or one-element) scale is per tensor; a 1-D scale of length D is per axis (attribute
@@ -8,6 +10,7 @@
 #include <limits>
 
 #include "joule/core/cpu_features.h"
+#include "joule/ops/quantize_util.h"
 #include "joule/ops/util.h"
 
 namespace joule::ops {
@@ -68,19 +71,24 @@ void infer_quantize(InferContext& c) {
   c.out(0).dtype = quant_output_type(c.node, c.input_types);
 }
 
-// One contiguous span: y = saturate(round_half_even(x / s) + z). Adding and subtracting
-// 1.5 * 2^23 rounds |v| < 2^22 to the nearest integer, ties to even (the default rounding mode),
-// without a libm call, so the loop vectorises (this file is built with -fno-trapping-math, which
-// lets GCC if-convert the clamps; values are unchanged). v is first clamped to one past the
-// code range, which keeps it small and changes no saturated result; NaN ends at `lo`.
+// One contiguous span: y = saturate(round_half_even(clamp(x, lo, hi) / s) + z). Adding and
+// subtracting 1.5 * 2^23 rounds |v| < 2^22 to the nearest integer, ties to even (the default
+// rounding mode), without a libm call, so the loop vectorises (this file is built with
+// -fno-trapping-math, which lets GCC if-convert the clamps; values are unchanged). v is first
+// clamped to one past the code range, which keeps it small and changes no saturated result; NaN
+// passes the lo/hi clamp and ends at `lo` of the codes.
 template <class Q>
-inline __attribute__((always_inline)) void quantize_span(const float* xp, Q* yp, int64_t n, float s, float z) {
+inline __attribute__((always_inline)) void quantize_span(const float* xp, Q* yp, int64_t n, float s, float z, float clo,
+                                                         float chi) {
   const float lo = static_cast<float>(std::numeric_limits<Q>::min());
   const float hi = static_cast<float>(std::numeric_limits<Q>::max());
   constexpr float kRound = 12582912.0f;
   const float vlo = lo - z - 1, vhi = hi - z + 1;
   for (int64_t i = 0; i < n; ++i) {
-    float v = xp[i] / s;  // a division, as ONNX Runtime computes it
+    float x = xp[i];
+    x = x < clo ? clo : x;  // (NaN fails both compares: stays NaN, as Relu/Clip keep it)
+    x = x > chi ? chi : x;
+    float v = x / s;  // a division, as ONNX Runtime computes it
     v = v >= vlo ? v : vlo;  // (NaN fails the compare: vlo)
     v = v > vhi ? vhi : v;
     float q = ((v + kRound) - kRound) + z;
@@ -92,21 +100,29 @@ inline __attribute__((always_inline)) void quantize_span(const float* xp, Q* yp,
 // The same loop compiled for AVX-512 (16 divisions at a time), used when core/cpu_features says so.
 template <class Q>
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))) void quantize_span_avx512(const float* xp, Q* yp,
-                                                                                       int64_t n, float s, float z) {
-  quantize_span<Q>(xp, yp, n, s, z);
+                                                                                       int64_t n, float s, float z,
+                                                                                       float clo, float chi) {
+  quantize_span<Q>(xp, yp, n, s, z, clo, chi);
+}
+
+template <class Q>
+inline __attribute__((always_inline)) void dequantize_span(const Q* xp, float* yp, int64_t n, float s, float z) {
+  for (int64_t i = 0; i < n; ++i) yp[i] = (static_cast<float>(xp[i]) - z) * s;
+}
+template <class Q>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))) void dequantize_span_avx512(const Q* xp, float* yp,
+                                                                                         int64_t n, float s, float z) {
+  dequantize_span<Q>(xp, yp, n, s, z);
 }
 
 template <class Q>
 void quantize_to(const float* x, const AxisLayout& l, const std::vector<float>& scale,
-                 const std::vector<int64_t>& zp, Q* y) {
-  const bool avx512 = cpu_features().avx512;
+                 const std::vector<int64_t>& zp, Q* y, float clo, float chi) {
   for (int64_t o = 0; o < l.outer; ++o)
     for (int64_t ch = 0; ch < l.channels; ++ch) {
-      const float s = scale[static_cast<size_t>(ch)];
-      const float z = static_cast<float>(zp[static_cast<size_t>(ch)]);
       const int64_t base = (o * l.channels + ch) * l.inner;
-      if (avx512) quantize_span_avx512<Q>(x + base, y + base, l.inner, s, z);
-      else quantize_span<Q>(x + base, y + base, l.inner, s, z);
+      quant::quantize_values<Q>(x + base, y + base, l.inner, scale[static_cast<size_t>(ch)],
+                                static_cast<float>(zp[static_cast<size_t>(ch)]), clo, chi);
     }
 }
 
@@ -126,10 +142,15 @@ void run_quantize(KernelContext& c) {
   if (c.has(2))
     for (size_t i = 0; i < zp.size(); ++i) zp[i] = c.in(2).value_as_int(static_cast<int64_t>(i));
   Tensor& y = c.output(0, out, x.shape());
+  const bool joule = c.node.domain == "joule";  // the clamp folded in
+  const float clo = joule ? c.node.attr_float("clip_min", -std::numeric_limits<float>::infinity())
+                          : -std::numeric_limits<float>::infinity();
+  const float chi = joule ? c.node.attr_float("clip_max", std::numeric_limits<float>::infinity())
+                          : std::numeric_limits<float>::infinity();
   visit_dtype(out, [&](auto tag) {
     using Q = typename decltype(tag)::type;
     if constexpr (std::is_integral_v<Q> && sizeof(Q) <= 2 && !std::is_same_v<Q, bool>)
-      quantize_to<Q>(x.data<float>(), l, s, zp, y.data<Q>());
+      quantize_to<Q>(x.data<float>(), l, s, zp, y.data<Q>(), clo, chi);
   });
 }
 
@@ -162,7 +183,7 @@ void run_dequantize(KernelContext& c) {
             for (int64_t i = 0; i < l.inner; ++i)
               py[base + i] = static_cast<float>(static_cast<int64_t>(px[base + i]) - static_cast<int64_t>(z)) * sc;
           } else {  // 8/16-bit codes: exact in float
-            for (int64_t i = 0; i < l.inner; ++i) py[base + i] = (static_cast<float>(px[base + i]) - z) * sc;
+            quant::dequantize_values<Q>(px + base, py + base, l.inner, sc, z);
           }
         }
     }
@@ -191,14 +212,48 @@ void run_dynamic(KernelContext& c) {
   const float scale = hi > lo ? (hi - lo) / 255.0f : 1.0f;
   const float zp = std::min(255.0f, std::max(0.0f, std::nearbyint(0.0f - lo / scale)));
   Tensor y(DType::UInt8, x.shape());
-  quantize_to<uint8_t>(px, AxisLayout{1, 1, x.numel()}, {scale}, {static_cast<int64_t>(zp)}, y.data<uint8_t>());
+  quant::quantize_values<uint8_t>(px, y.data<uint8_t>(), x.numel(), scale, zp, -std::numeric_limits<float>::infinity(),
+                                  std::numeric_limits<float>::infinity());
   c.outputs[0] = std::move(y);
   if (c.outputs.size() > 1) c.outputs[1] = Tensor::scalar<float>(scale);
   if (c.outputs.size() > 2) c.outputs[2] = Tensor::scalar<uint8_t>(static_cast<uint8_t>(zp));
 }
 
+std::string check_joule_quant(const ir::Node& n, int64_t opset) {
+  if (std::string why = check_quant(n, opset); !why.empty()) return why;
+  if (!(n.attr_float("clip_min", -std::numeric_limits<float>::infinity()) <=
+        n.attr_float("clip_max", std::numeric_limits<float>::infinity())))
+    return "clip_min above clip_max";
+  return "";
+}
+
 }  // namespace
 
+namespace quant {
+
+template <class Q>
+void quantize_values(const float* x, Q* y, int64_t n, float s, float z, float lo, float hi) {
+  if (cpu_features().avx512) quantize_span_avx512<Q>(x, y, n, s, z, lo, hi);
+  else quantize_span<Q>(x, y, n, s, z, lo, hi);
+}
+template <class Q>
+void dequantize_values(const Q* x, float* y, int64_t n, float s, float z) {
+  if (cpu_features().avx512) dequantize_span_avx512<Q>(x, y, n, s, z);
+  else dequantize_span<Q>(x, y, n, s, z);
+}
+template void quantize_values<int8_t>(const float*, int8_t*, int64_t, float, float, float, float);
+template void quantize_values<uint8_t>(const float*, uint8_t*, int64_t, float, float, float, float);
+template void quantize_values<int16_t>(const float*, int16_t*, int64_t, float, float, float, float);
+template void quantize_values<uint16_t>(const float*, uint16_t*, int64_t, float, float, float, float);
+template void dequantize_values<int8_t>(const int8_t*, float*, int64_t, float, float);
+template void dequantize_values<uint8_t>(const uint8_t*, float*, int64_t, float, float);
+template void dequantize_values<int16_t>(const int16_t*, float*, int64_t, float, float);
+template void dequantize_values<uint16_t>(const uint16_t*, float*, int64_t, float, float);
+
+}  // namespace quant
+
+extern const OpDef kOpJouleQuantizeLinear;
+const OpDef kOpJouleQuantizeLinear{"QuantizeLinear", "joule", 2, 3, infer_quantize, run_quantize, nullptr, check_joule_quant};
 extern const OpDef kOpQuantizeLinear;
 const OpDef kOpQuantizeLinear{"QuantizeLinear", "", 2, 3, infer_quantize, run_quantize, nullptr, check_quant};
 extern const OpDef kOpDequantizeLinear;

@@ -102,7 +102,8 @@ int64_t nhwc_axis(int64_t a) {
 
 // Ops a to-NCHW Transpose may sink below (given suitable other operands, see Sinker::sinkable).
 bool layout_free(const ir::Node& n) {
-  const bool qdq = n.domain.empty() && (n.op_type == "QuantizeLinear" || n.op_type == "DequantizeLinear");
+  const bool qdq = (n.domain.empty() && (n.op_type == "QuantizeLinear" || n.op_type == "DequantizeLinear")) ||
+                   (n.domain == "joule" && n.op_type == "QuantizeLinear");
   return qdq || is_binary(n) || layout_free_unary(n) || is_channel_concat(n);
 }
 

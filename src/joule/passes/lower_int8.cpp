@@ -11,6 +11,10 @@
 //     tensor) that is its output's only consumer: it requantizes itself, so activations stay
 //     8-bit between quantized layers.
 //  4. QuantizeLinear(DequantizeLinear(c)) with the same scale, zero point and type is c.
+//  5. A per-tensor QuantizeLinear of a Relu / Clip (constant bounds) output that it alone reads
+//     becomes joule's QuantizeLinear with clip_min / clip_max, reading the Relu's input: the
+//     same codes (quantization is monotone), one pass instead of two (ResNet's Add + Relu,
+//     DenseNet's BN + Relu before each integer conv).
 // Anything not matched exactly stays on the float path. Dead DQ/Q nodes and initializers are
 // removed at the end. Not in the default pipeline: `--int8 real` runs it before the default
 // pipeline (whose fold_constants would fold the weights' DequantizeLinear into float weights).
@@ -403,6 +407,32 @@ class Lowering {
     return dropped;
   }
 
+  // ---- 5. Q(Relu(x)), Q(Clip(x)) -> joule's QuantizeLinear clamping x first
+  int fold_clamps() {
+    int folded = 0;
+    for (auto& up : g_.nodes) {
+      ir::Node& q = *up;
+      Scalar sc;
+      if (removed_.count(&q) || !is_onnx(q, "QuantizeLinear") || !per_tensor(q, DType::UInt8, &sc)) continue;
+      auto it = prod_.find(q.inputs[0]);
+      if (it == prod_.end() || removed_.count(it->second)) continue;
+      ir::Node& a = *it->second;
+      if (!a.domain.empty() || a.outputs.size() != 1 || only_consumer(a.outputs[0]) != &q) continue;
+      std::vector<float> bounds;
+      if (a.op_type == "Relu") bounds = {0.f, std::numeric_limits<float>::infinity()};
+      else if (a.op_type != "Clip" || !clip_bounds(a, &bounds)) continue;
+      if (!(bounds[0] <= bounds[1])) continue;
+      q.domain = "joule";
+      if (std::isfinite(bounds[0])) q.attrs["clip_min"] = bounds[0];
+      if (std::isfinite(bounds[1])) q.attrs["clip_max"] = bounds[1];
+      q.inputs[0] = a.inputs[0];
+      remove(&a);
+      ++folded;
+    }
+    refresh();
+    return folded;
+  }
+
  private:
   ir::Graph& g_;
   std::unordered_set<std::string> outputs_;
@@ -422,8 +452,9 @@ PassResult lower_int8(ir::Graph& g, const PassOptions& o) {
   const auto [convs, matmuls] = l.lower_compute();
   const auto [acts, requants] = l.fuse_epilogues();
   const int dropped = l.drop_pairs();
+  const int clamps = l.fold_clamps();
   l.finish();
-  r.changed = moved + convs + matmuls + dropped > 0;
+  r.changed = moved + convs + matmuls + dropped + clamps > 0;
   if (r.changed) {
     g.opsets["joule"] = std::max<int64_t>(1, g.opset("joule"));
     g.sort_topologically();
@@ -431,7 +462,8 @@ PassResult lower_int8(ir::Graph& g, const PassOptions& o) {
     try_infer_shapes(g);
   }
   r.info = {{"qconv", convs},          {"qmatmul", matmuls},         {"activations_fused", acts},
-            {"requantized", requants}, {"quantize_moved", moved},    {"dq_q_pairs_dropped", dropped}};
+            {"requantized", requants}, {"quantize_moved", moved},    {"dq_q_pairs_dropped", dropped},
+            {"clamps_folded", clamps}};
   return r;
 }
 

@@ -1,0 +1,21 @@
+#pragma once
+// The arithmetic of QuantizeLinear / DequantizeLinear over one contiguous span, shared by the
+// ops' reference kernels (ops/quantize_linear.cpp) and the fast "quantize" kernels
+// (kernels/eltwise/quantize.cpp), so both give the same codes bit for bit. Vectorised (AVX-512
+// when core/cpu_features reports it).
+#include <cstdint>
+
+namespace joule::ops::quant {
+
+// y[i] = saturate(round_half_even(clamp(x[i], lo, hi) / s) + z) in Q's range. The clamp is
+// joule's QuantizeLinear (a Relu or Clip folded in: quantization is monotone, so clamping before
+// equals the separate op exactly); lo = -inf, hi = +inf for ONNX's. NaN gives the lowest code.
+// Q: int8, uint8, int16, uint16.
+template <class Q>
+void quantize_values(const float* x, Q* y, int64_t n, float s, float z, float lo, float hi);
+
+// y[i] = (x[i] - z) * s for 8/16-bit codes (exact in float before the product).
+template <class Q>
+void dequantize_values(const Q* x, float* y, int64_t n, float s, float z);
+
+}  // namespace joule::ops::quant
