@@ -295,7 +295,7 @@ TEST(EltwiseKernels, TransposeConcatSliceMatchReference) {
     // Images of 1 to 3 channels made N,H,W,C (the interleaving path); one large enough to split.
     const bool image = i % 10 == 5;
     if (image) perm = {0, 2, 3, 1};
-    const DType t = image ? DType::Float32 : types[i % 4];
+    const DType t = types[(image ? i / 10 : i) % 4];  // images of codes and halves interleave too
     const int threads = i % 10 == 0 || i == 15 ? 2 : 1;
     {
       GraphBuilder b;

@@ -258,7 +258,16 @@ void interleave_rows(const float* src, float* dst, int64_t n, int64_t plane) {
 
 // Output rows [first, last) of a transpose whose output is [..., L, C] with C <= 3 taken from C
 // planes of L contiguous elements (`strides` as in tiled_transpose).
-void interleave_planes(const float* src, float* dst, const Shape& out_shape, const std::vector<int64_t>& strides,
+// The same for 1-, 2- and 8-byte elements (an image of codes quantized before it is made
+// N,H,W,C): a plain loop, the channels unrolled.
+template <class U, int C>
+void interleave_rows_any(const U* src, U* dst, int64_t n, int64_t plane) {
+  for (int64_t i = 0; i < n; ++i)
+    for (int k = 0; k < C; ++k) dst[i * C + k] = src[k * plane + i];
+}
+
+template <class U>
+void interleave_planes(const U* src, U* dst, const Shape& out_shape, const std::vector<int64_t>& strides,
                        int64_t first, int64_t last) {
   const size_t r = out_shape.size();
   const int64_t n = out_shape[r - 2], c = out_shape[r - 1], plane = strides[r - 1];
@@ -268,10 +277,16 @@ void interleave_planes(const float* src, float* dst, const Shape& out_shape, con
       in += static_cast<int64_t>(rest % static_cast<size_t>(out_shape[d])) * strides[d];
       rest /= static_cast<size_t>(out_shape[d]);
     }
-    float* o = dst + b * n * c;
-    if (c == 1) interleave_rows<1>(src + in, o, n, plane);
-    else if (c == 2) interleave_rows<2>(src + in, o, n, plane);
-    else interleave_rows<3>(src + in, o, n, plane);
+    U* o = dst + b * n * c;
+    if constexpr (std::is_same_v<U, float>) {
+      if (c == 1) interleave_rows<1>(src + in, o, n, plane);
+      else if (c == 2) interleave_rows<2>(src + in, o, n, plane);
+      else interleave_rows<3>(src + in, o, n, plane);
+    } else {
+      if (c == 1) interleave_rows_any<U, 1>(src + in, o, n, plane);
+      else if (c == 2) interleave_rows_any<U, 2>(src + in, o, n, plane);
+      else interleave_rows_any<U, 3>(src + in, o, n, plane);
+    }
   }
 }
 
@@ -288,11 +303,17 @@ void transpose_into(const Tensor& x, const std::vector<int64_t>& perm, Tensor& o
   // N,H,W,C): one pass over each output row.
   const size_t r = perm.size();
   if (r >= 2 && q == r - 2 && out_shape.back() >= 1 && out_shape.back() <= 3 && out_shape[q] >= 16 &&
-      dtype_size(x.dtype()) == 4 && x.numel() > 0) {
+      x.dtype() != DType::String && x.numel() > 0) {
     const int64_t rows = x.numel() / (out_shape[q] * out_shape.back());
     const int64_t parts = pool ? std::min<int64_t>({pool->threads(), rows, x.numel() / 65536}) : 1;
     auto run = [&](int64_t b, int64_t e) {
-      interleave_planes(static_cast<const float*>(x.raw()), static_cast<float*>(out.raw()), out_shape, strides, b, e);
+      visit_elem_bytes(x.dtype(), [&](auto tag) {
+        using U = typename decltype(tag)::type;
+        if constexpr (sizeof(U) == 4)  // float's SSE2 shuffles move any 4-byte element
+          interleave_planes<float>(static_cast<const float*>(x.raw()), static_cast<float*>(out.raw()), out_shape, strides, b, e);
+        else
+          interleave_planes<U>(static_cast<const U*>(x.raw()), static_cast<U*>(out.raw()), out_shape, strides, b, e);
+      });
     };
     if (parts <= 1)
       run(0, rows);
