@@ -5,8 +5,9 @@
 // N,H,W,C MaxPool/AveragePool (channels_last). MaxPool also takes int8/uint8 codes (N,C,H,W or
 // N,H,W,C: lower_int8 moves a QuantizeLinear above it).
 // N,C,H,W windows are separable: each output row first reduces its window's input rows into a
-// padded row buffer (vectorised along W), then each output takes the reduction of kw buffer
-// cells (vectorised along the output row). N,H,W,C reductions run along C. Max propagates NaN
+// padded row buffer (vectorised along W, masked tails), then each output takes the reduction of
+// kw buffer cells (vectorised along the output row). N,H,W,C reductions run along C, or
+// separable along the W*C row when a pixel holds few channels. Max propagates NaN
 // (as ONNX Runtime and PyTorch); -inf pads. Averages divide by the window's cells inside the
 // input (or the padded input, count_include_pad). Planes or channel ranges split over threads.
 // (GCC 12 warns about _mm512_undefined_* inside its own intrinsics headers.)
@@ -15,6 +16,7 @@
 
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "joule/core/cpu_features.h"
 #include "joule/core/error.h"
@@ -101,6 +103,65 @@ JOULE_AVX512 void rows_avx512_float(const float* const* rows, int64_t nrows, int
   }
 }
 
+// buf[i] = the fold (max, NaN winning, or sum) of rows[a][i] over the kernel rows, i < n: the
+// vertical step of the separable N,C,H,W windows.
+template <class T, bool Max>
+JOULE_ALWAYS_INLINE void vfold_body(const T* const* rows, int64_t nrows, T* buf, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) buf[i] = rows[0][i];
+  for (int64_t a = 1; a < nrows; ++a) {
+    const T* r = rows[a];
+    for (int64_t i = 0; i < n; ++i) buf[i] = Max ? vmax_t(buf[i], r[i]) : buf[i] + r[i];
+  }
+}
+template <class T, bool Max>
+void vfold_base(const T* const* rows, int64_t nrows, T* buf, int64_t n) { vfold_body<T, Max>(rows, nrows, buf, n); }
+template <class T, bool Max>
+JOULE_AVX512 void vfold_avx512(const T* const* rows, int64_t nrows, T* buf, int64_t n) { vfold_body<T, Max>(rows, nrows, buf, n); }
+// The same in AVX-512 registers with masked tails (rows of 7 to 28 floats are common: a plain
+// loop would run them scalar): float32 max (NaN lanes kept) or sum, and 8-bit codes' max.
+template <bool Max>
+JOULE_AVX512 void vfold_avx512_float(const float* const* rows, int64_t nrows, float* buf, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const int64_t k = std::min<int64_t>(16, n - i);
+    const __mmask16 m = static_cast<__mmask16>((1u << k) - 1);
+    __m512 v = _mm512_maskz_loadu_ps(m, rows[0] + i);
+    __mmask16 nan = Max ? _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q) : 0;
+    for (int64_t a = 1; a < nrows; ++a) {
+      const __m512 x = _mm512_maskz_loadu_ps(m, rows[a] + i);
+      if constexpr (Max) {
+        nan |= _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+        v = _mm512_max_ps(v, x);
+      } else {
+        v = _mm512_add_ps(v, x);
+      }
+    }
+    if (Max) v = _mm512_mask_mov_ps(v, nan, _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN()));
+    _mm512_mask_storeu_ps(buf + i, m, v);
+  }
+}
+template <class T>
+JOULE_AVX512 void vfold_avx512_codes(const T* const* rows, int64_t nrows, T* buf, int64_t n) {
+  for (int64_t i = 0; i < n; i += 64) {
+    const int64_t k = std::min<int64_t>(64, n - i);
+    const __mmask64 m = k == 64 ? ~0ull : (1ull << k) - 1;
+    __m512i v = _mm512_maskz_loadu_epi8(m, rows[0] + i);
+    for (int64_t a = 1; a < nrows; ++a) {
+      const __m512i x = _mm512_maskz_loadu_epi8(m, rows[a] + i);
+      v = std::is_same_v<T, uint8_t> ? _mm512_max_epu8(v, x) : _mm512_max_epi8(v, x);
+    }
+    _mm512_mask_storeu_epi8(buf + i, m, v);
+  }
+}
+template <class T>
+using VFold = void (*)(const T* const*, int64_t, T*, int64_t);
+template <class T, bool Max>
+VFold<T> vfold_of() {
+  if (!cpu_features().avx512) return vfold_base<T, Max>;
+  if constexpr (std::is_same_v<T, float>) return vfold_avx512_float<Max>;
+  else if constexpr (Max) return vfold_avx512_codes<T>;
+  else return vfold_avx512<T, Max>;
+}
+
 template <class T>
 using Rows = void (*)(const T* const*, int64_t, int64_t, int64_t, int64_t, T*, int64_t, int64_t);
 template <class T, bool Max>
@@ -141,13 +202,68 @@ JOULE_ALWAYS_INLINE void nhwc_row_body(const T* xb, T* y, const NhwcWindow& q, c
     }
   }
 }
+// The same row, separable, for few channels (a pixel's C values shorter than a few vectors: a
+// per-pixel fold would run mostly in vector tails): the kernel rows folded into a padded row
+// buffer `buf` (W*C contiguous values: whole vectors whatever C is), the kernel columns folded at
+// stride 1 over it into `full` (contiguous again), then every sw-th pixel's C values copied out
+// (averages scaled). Padding is `none` (max) or 0 (sums), which the windows then ignore as the
+// clipped loop does.
+template <class T, bool Max>
+JOULE_ALWAYS_INLINE void nhwc_row_sep_body(const T* xb, T* y, const NhwcWindow& q, const float* scale, T none, T* buf,
+                                           T* full) {
+  const int64_t c = q.c, span = (q.ow - 1) * q.sw + q.kw;  // padded columns the windows cover
+  const T pad = Max ? none : T(0);
+  const int64_t lo = std::min(q.pl, span), hi = std::max(lo, std::min(span, q.pl + q.w));  // columns from the input
+  for (int64_t i = 0; i < lo * c; ++i) buf[i] = pad;
+  for (int64_t i = hi * c; i < span * c; ++i) buf[i] = pad;
+  T* b = buf + lo * c;
+  const int64_t n = (hi - lo) * c;
+  if (q.a0 >= q.a1) {
+    for (int64_t i = 0; i < n; ++i) b[i] = pad;
+  } else {
+    const T* first = xb + ((q.h0 + q.a0) * q.w + lo - q.pl) * c;
+    for (int64_t i = 0; i < n; ++i) b[i] = first[i];
+    for (int64_t a = q.a0 + 1; a < q.a1; ++a) {
+      const T* r = xb + ((q.h0 + a) * q.w + lo - q.pl) * c;
+      for (int64_t i = 0; i < n; ++i) b[i] = Max ? vmax_t(b[i], r[i]) : b[i] + r[i];
+    }
+  }
+  const int64_t m = ((q.ow - 1) * q.sw + 1) * c;
+  for (int64_t i = 0; i < m; ++i) full[i] = buf[i];
+  for (int64_t e = 1; e < q.kw; ++e) {
+    const T* r = buf + e * c;
+    for (int64_t i = 0; i < m; ++i) full[i] = Max ? vmax_t(full[i], r[i]) : full[i] + r[i];
+  }
+  for (int64_t j = 0; j < q.ow; ++j) {
+    const T* f = full + j * q.sw * c;
+    T* o = y + j * c;
+    if constexpr (Max) {
+      for (int64_t k = 0; k < c; ++k) o[k] = f[k];
+    } else {
+      const float sc = scale[j];
+      for (int64_t k = 0; k < c; ++k) o[k] = f[k] * sc;
+    }
+  }
+}
+
+// Below this many bytes per pixel a row runs separable (nhwc_row_sep_body).
+constexpr int64_t kSeparableBelowBytes = 256;
+
+template <class T, bool Max>
+JOULE_ALWAYS_INLINE void nhwc_row_pick(const T* xb, T* y, const NhwcWindow& q, const float* scale, T none) {
+  if (q.c * static_cast<int64_t>(sizeof(T)) >= kSeparableBelowBytes) return nhwc_row_body<T, Max>(xb, y, q, scale, none);
+  thread_local std::vector<T> buf, full;
+  const size_t need = static_cast<size_t>(((q.ow - 1) * q.sw + q.kw) * q.c);
+  if (buf.size() < need) buf.resize(need), full.resize(need);  // grows once per thread and shape
+  nhwc_row_sep_body<T, Max>(xb, y, q, scale, none, buf.data(), full.data());
+}
 template <class T, bool Max>
 void nhwc_row_base(const T* xb, T* y, const NhwcWindow& q, const float* scale, T none) {
-  nhwc_row_body<T, Max>(xb, y, q, scale, none);
+  nhwc_row_pick<T, Max>(xb, y, q, scale, none);
 }
 template <class T, bool Max>
 JOULE_AVX512 void nhwc_row_avx512(const T* xb, T* y, const NhwcWindow& q, const float* scale, T none) {
-  nhwc_row_body<T, Max>(xb, y, q, scale, none);
+  nhwc_row_pick<T, Max>(xb, y, q, scale, none);
 }
 template <class T>
 using NhwcRow = void (*)(const T*, T*, const NhwcWindow&, const float*, T);
@@ -274,18 +390,27 @@ class PoolKernel final : public Kernel {
   }
 
  private:
-  // Per plane, per output row: the kernel rows clipped to the input once; the columns whose
-  // windows lie inside the row in one vectorised pass per kernel cell, the few at the edges
-  // through a clipped scalar loop; averages then scaled by 1 / cells.
+  // Per plane, per output row, separable: the kernel rows (clipped to the input) folded into a
+  // padded row buffer (vectorised along W), then each output the fold of kw buffer cells
+  // (vectorised along the output row, rows_of), so edges need no scalar loop; pads are -inf /
+  // the lowest code (max) or 0 (sums); averages then scaled by 1 / cells.
   template <class T, bool Max>
   void windows(const T* x, T* y, int64_t planes, ThreadPool* pool) const {
     const int64_t h = p_.h, w = p_.w, oh = p_.oh, ow = p_.ow, kh = p_.kh, kw = p_.kw, sw = p_.sw, pl = p_.pl;
-    const int64_t j_lo = std::min(ow, (pl + sw - 1) / sw);  // first column with w0 = j*sw - pl >= 0
-    const int64_t last = w - kw + pl;                       // j*sw <= last: the window ends inside
-    const int64_t j_hi = std::max(j_lo, last < 0 ? 0 : std::min(ow, last / sw + 1));
+    const int64_t span = (ow - 1) * sw + kw;  // buffer cells: input column i - pl at index i
+    const int64_t lo = std::min(pl, span), hi = std::max(lo, std::min(span, pl + w));
+    const int64_t col0 = hi > lo ? lo - pl : 0;  // the input column at buffer index lo
     const Rows<T> rows_fn = rows_of<T, Max>(sw);
+    const VFold<T> vfold = vfold_of<T, Max>();
     const T none = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+    const T pad = Max ? none : T(0);
     split_items(pool, planes, h * w, [&](int64_t first, int64_t last_plane) {
+      thread_local std::vector<T> buf;
+      if (buf.size() < static_cast<size_t>(span)) buf.resize(static_cast<size_t>(span));  // grows once per thread and shape
+      T* b = buf.data();
+      for (int64_t i = 0; i < lo; ++i) b[i] = pad;
+      for (int64_t i = hi; i < span; ++i) b[i] = pad;
+      const T* const brow[1] = {b};
       const T* rows[64];
       for (int64_t t = first; t < last_plane; ++t) {
         const T* xp = x + t * h * w;
@@ -294,27 +419,17 @@ class PoolKernel final : public Kernel {
           const int64_t h0 = i * p_.sh - p_.pt;
           const int64_t a0 = std::max<int64_t>(0, -h0), a1 = std::min(kh, h - h0);
           int64_t nrows = 0;
-          for (int64_t a = a0; a < a1; ++a) rows[nrows++] = xp + (h0 + a) * w;
+          for (int64_t a = a0; a < a1; ++a) rows[nrows++] = xp + (h0 + a) * w + col0;
           T* yr = yp + i * ow;
-          const float* sc = Max ? nullptr : p_.scale.data() + i * ow;
-          if (nrows > 0 && j_lo < j_hi) {
-            rows_fn(rows, nrows, kw, sw, pl, yr, j_lo, j_hi);
-            if constexpr (!Max)
-              for (int64_t j = j_lo; j < j_hi; ++j) yr[j] *= sc[j];
+          if (nrows == 0) {  // no input row in the window: -inf / the lowest code, or 0
+            for (int64_t j = 0; j < ow; ++j) yr[j] = pad;
+            continue;
           }
-          for (int64_t j = 0; j < ow; ++j) {
-            if (nrows > 0 && j == j_lo && j_lo < j_hi) {
-              j = j_hi - 1;
-              continue;
-            }
-            const int64_t w0 = j * sw - pl, b0 = std::max<int64_t>(0, -w0), b1 = std::min(kw, w - w0);
-            T acc = Max ? none : T(0);  // (no valid cell: -inf, or the lowest code)
-            for (int64_t a = 0; a < nrows; ++a)
-              for (int64_t b = b0; b < b1; ++b) acc = Max ? vmax_t(acc, rows[a][w0 + b]) : acc + rows[a][w0 + b];
-            if constexpr (Max)
-              yr[j] = acc;
-            else
-              yr[j] = acc * sc[j];
+          vfold(rows, nrows, b + lo, hi - lo);
+          rows_fn(brow, 1, kw, sw, 0, yr, 0, ow);
+          if constexpr (!Max) {
+            const float* sc = p_.scale.data() + i * ow;
+            for (int64_t j = 0; j < ow; ++j) yr[j] *= sc[j];
           }
         }
       }
