@@ -31,7 +31,15 @@ namespace joule::passes {
 
 namespace {
 
-bool is_onnx(const ir::Node& n, const char* op) { return n.domain.empty() && n.op_type == op; }
+// An ONNX node of type `op` with the inputs and the output the patterns read: a malformed one (no
+// output, too few inputs) matches nothing and is left to check_support, which names it.
+bool is_onnx(const ir::Node& n, const char* op) {
+  if (!n.domain.empty() || n.op_type != op || n.outputs.empty() || n.outputs[0].empty() || n.inputs.empty()) return false;
+  const std::string t = op;
+  const bool two = t == "QuantizeLinear" || t == "DequantizeLinear" || t == "Conv" || t == "MatMul" || t == "Gemm" ||
+                   t == "Mul" || t == "Add";
+  return n.inputs.size() >= (two ? 2u : 1u);
+}
 
 class Lowering {
  public:
@@ -280,7 +288,7 @@ class Lowering {
     int convs = 0, matmuls = 0;
     for (auto& up : g_.nodes) {
       ir::Node& n = *up;
-      if ((is_onnx(n, "Conv") || (n.domain == "joule" && n.op_type == "FusedConv")) && n.outputs.size() == 1)
+      if ((is_onnx(n, "Conv") || (n.domain == "joule" && n.op_type == "FusedConv" && n.inputs.size() >= 2)) && n.outputs.size() == 1)
         convs += lower_conv(n);
       else if ((is_onnx(n, "MatMul") || is_onnx(n, "Gemm")) && n.outputs.size() == 1)
         matmuls += lower_matmul(n);
@@ -347,7 +355,7 @@ class Lowering {
       return true;
     }
     ir::Node* a = only_consumer(n.outputs[0]);
-    if (!a || !a->domain.empty()) return false;
+    if (!a || !a->domain.empty() || a->outputs.size() != 1 || a->inputs.empty()) return false;
     std::vector<float> params;
     if (a->op_type == "LeakyRelu") {
       params = {a->attr_float("alpha", 0.01f)};
@@ -417,7 +425,7 @@ class Lowering {
       auto it = prod_.find(q.inputs[0]);
       if (it == prod_.end() || removed_.count(it->second)) continue;
       ir::Node& a = *it->second;
-      if (!a.domain.empty() || a.outputs.size() != 1 || only_consumer(a.outputs[0]) != &q) continue;
+      if (!a.domain.empty() || a.outputs.size() != 1 || a.inputs.empty() || only_consumer(a.outputs[0]) != &q) continue;
       std::vector<float> bounds;
       if (a.op_type == "Relu") bounds = {0.f, std::numeric_limits<float>::infinity()};
       else if (a.op_type != "Clip" || !clip_bounds(a, &bounds)) continue;
