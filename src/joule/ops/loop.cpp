@@ -19,6 +19,9 @@ std::pair<size_t, size_t> counts(const ir::Node& n, const ir::Graph& body) {
          " (iteration, condition and " + std::to_string(carried) + " loop-carried values)");
   if (body.outputs.size() < carried + 1)
     fail(n.where() + ": the body has " + std::to_string(body.outputs.size()) + " outputs, expected at least " + std::to_string(carried + 1));
+  if (n.outputs.size() > body.outputs.size() - 1)
+    fail(n.where() + ": lists " + std::to_string(n.outputs.size()) + " outputs, the body produces " +
+         std::to_string(body.outputs.size() - 1) + " (after the condition)");
   return {carried, body.outputs.size() - 1 - carried};
 }
 

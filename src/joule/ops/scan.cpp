@@ -34,6 +34,9 @@ Form form_of(const ir::Node& n, int64_t opset, const ir::Graph& body) {
     fail(n.where() + ": the body's inputs and outputs do not match " + std::to_string(f.states) + " states and " +
          std::to_string(f.inputs) + " scan inputs");
   f.outputs = body.outputs.size() - f.states;
+  if (n.outputs.size() > body.outputs.size())
+    fail(n.where() + ": lists " + std::to_string(n.outputs.size()) + " outputs, the body produces " +
+         std::to_string(body.outputs.size()));
   const bool batched = f.first == 1;
   f.in_axes = batched ? std::vector<int64_t>(f.inputs, 0) : n.attr_ints("scan_input_axes", std::vector<int64_t>(f.inputs, 0));
   f.in_dirs = n.attr_ints(batched ? "directions" : "scan_input_directions", std::vector<int64_t>(f.inputs, 0));
