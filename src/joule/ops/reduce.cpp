@@ -186,7 +186,16 @@ void reduce_typed(R kind, const Tensor& X, Tensor& Y, const Plan& p, ThreadPool*
   const T* x = X.data<T>();
   T* y = Y.data<T>();
   const double cnt = static_cast<double>(p.count);
-  auto to_t = [](auto v) { return static_cast<T>(v); };
+  // A double result (L2, LogSum, LogSumExp, Mean) into an integer type saturates; NaN gives 0
+  // (-inf from the log of an empty or zero sum converted to int8 is undefined behaviour).
+  auto to_t = [](auto v) {
+    if constexpr (std::is_integral_v<T> && std::is_floating_point_v<decltype(v)>) {
+      if (v != v) return T(0);
+      if (v <= static_cast<double>(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
+      if (v >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+    }
+    return static_cast<T>(v);
+  };
   auto ident = [&](A a, int64_t) { return to_t(a); };
   auto add = [](A a, T v, int64_t) { return wrap_add<A>(a, static_cast<A>(v)); };
   switch (kind) {
