@@ -19,8 +19,9 @@
 //     A Concat along the channels whose inputs are all to-NCHW Transposes concatenates the
 //     N,H,W,C tensors along axis 3 (SqueezeNet's Fire modules, Inception blocks, DenseNet).
 //     A float32 2-D MaxPool/AveragePool (a MaxPool of int8/uint8 codes too) becomes the
-//     joule-domain pool of that name with channels_last = 1 (the pools between GoogLeNet's, Inception's and SqueezeNet's blocks), an
-//     inference BatchNormalization the joule-domain one (DenseNet's BN after each Concat).
+//     joule-domain pool of that name with channels_last = 1 (the pools between GoogLeNet's,
+//     Inception's and SqueezeNet's blocks), an inference BatchNormalization the joule-domain
+//     one (DenseNet's BN after each Concat).
 //     A Slice with constant axes slices the N,H,W,C tensor along the permuted axes (ShuffleNet's
 //     channel split). A channel shuffle — Reshape [N,C,H,W] to [N,g,C/g,H,W], Transpose
 //     (0,2,1,3,4), Reshape back, with elementwise ops (QuantizeLinear) anywhere between — runs
