@@ -429,6 +429,80 @@ TEST(EltwiseKernels, SoftmaxLayerNormBatchNormMatchReference) {
 }
 
 
+// Gather (copy) and the views (alias) against the reference kernels, byte for byte: random
+// shapes, axes and indices (negative ones, repeats, int32 and int64, constant or given at run
+// time), element types of 1, 2, 4 and 8 bytes, 1 and 2 threads; an index out of range is
+// BadInput on both.
+TEST(EltwiseKernels, GatherAndViewsMatchReference) {
+  std::mt19937 rng(9);
+  auto r = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  const DType types[] = {DType::Float32, DType::Int64, DType::UInt8, DType::Float16};
+  for (int i = 0; i < 40; ++i) {
+    Shape shape;
+    for (int64_t d = r(1, 4); d > 0; --d) shape.push_back(r(1, 7));
+    if (i % 10 == 0) shape = {3, 64, 49, 32};  // swin's qkv, large enough for two threads
+    const int64_t rank = static_cast<int64_t>(shape.size()), axis = r(-rank, rank - 1);
+    const int64_t dim = shape[static_cast<size_t>(axis < 0 ? axis + rank : axis)];
+    const Shape ishape = i % 3 == 0 ? Shape{} : Shape{r(1, 4)};
+    const DType it = i % 2 ? DType::Int64 : DType::Int32;
+    Tensor idx(it, ishape);
+    for (int64_t k = 0; k < idx.numel(); ++k) {
+      const int64_t v = r(-dim, dim - 1);
+      if (it == DType::Int64) idx.data<int64_t>()[k] = v;
+      else idx.data<int32_t>()[k] = static_cast<int32_t>(v);
+    }
+    const DType t = types[i % 4];
+    const bool constant = i % 4 < 2;
+    const int threads = i % 10 == 0 ? 2 : 1;
+    GraphBuilder b;
+    b.input("x", t, shape);
+    if (constant) b.init("i", idx);
+    else b.input("i", it, ishape);
+    b.node("Gather", {"x", "i"}, {"y"}, {{"axis", axis}});
+    b.g.nodes.back()->name = "op";
+    b.output("y");
+    runtime::TensorMap in = {{"x", bytes_tensor(t, shape, static_cast<uint32_t>(i))}};
+    if (!constant) in["i"] = idx;
+    const auto want = testing::run_with_algo(b.g, in, {"reference"}, "op", threads);
+    const auto got = testing::run_with_algo(b.g, in, {"gather=copy"}, "op", threads);
+    const std::string what = fmt::format("Gather case {} {} axis {}", i, shape_str(shape), axis);
+    ASSERT_EQ(got.algorithm, "copy") << what;
+    expect_same_bytes(got.out.at("y"), want.out.at("y"), what);
+    if (!constant && idx.numel() > 0) {  // out of range at run time: BadInput, as the reference
+      Tensor bad = idx.clone();
+      if (it == DType::Int64) bad.data<int64_t>()[0] = dim;
+      else bad.data<int32_t>()[0] = static_cast<int32_t>(dim);
+      in["i"] = bad;
+      EXPECT_THROW(testing::run_with_algo(b.g, in, {"gather=copy"}, "op", threads), Error) << what;
+    }
+  }
+  // Views: Reshape (0 and -1 in the spec), Flatten, Squeeze/Unsqueeze with axes as an input (opset 13).
+  const Tensor x = bytes_tensor(DType::Float32, {2, 3, 1, 5}, 3);
+  struct View {
+    const char* op;
+    std::vector<int64_t> spec;  // Reshape's shape or the axes
+    std::map<std::string, ir::Attribute> attrs;
+  };
+  const std::vector<View> views = {{"Reshape", {0, -1, 5}, {}}, {"Reshape", {30}, {}}, {"Flatten", {}, {{"axis", int64_t{2}}}},
+                                   {"Squeeze", {2}, {}},         {"Unsqueeze", {0, 5}, {}}};
+  for (const View& v : views) {
+    GraphBuilder b;
+    b.input("x", DType::Float32, x.shape());
+    std::vector<std::string> ins = {"x"};
+    if (!v.spec.empty()) {
+      b.init("s", Tensor::from_vector(v.spec, {static_cast<int64_t>(v.spec.size())}));
+      ins.push_back("s");
+    }
+    b.node(v.op, ins, {"y"}, v.attrs);
+    b.g.nodes.back()->name = "op";
+    b.output("y");
+    const auto want = testing::run_with_algo(b.g, {{"x", x}}, {"reference"}, "op", 1);
+    const auto got = testing::run_with_algo(b.g, {{"x", x}}, {"view=alias"}, "op", 1);
+    ASSERT_EQ(got.algorithm, "alias") << v.op;
+    expect_same_bytes(got.out.at("y"), want.out.at("y"), v.op);
+  }
+}
+
 // QuantizeLinear (ONNX's and joule's with a folded clamp) and DequantizeLinear: the quantize
 // simd kernel gives the reference kernel's codes and floats bit for bit — per tensor and per
 // axis, int8 and uint8, NaN/Inf/huge values, 1 and 2 threads (large tensors split).

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include "graph_builder.h"
 #include "joule/kernels/algorithm.h"
@@ -66,19 +67,23 @@ void expect_nan_kept(const ir::Graph& g, const runtime::TensorMap& in, const std
   EXPECT_GT(ran, 0) << "no " << op_class << " algorithm ran the node";
 }
 
+// A fused node's activation attributes: Clip to [0, 6], LeakyRelu with slope 0.1, the rest none.
+std::map<std::string, ir::Attribute> activation(const std::string& act) {
+  return {{"activation", act},
+          {"activation_params", act == "Clip"        ? std::vector<float>{0.f, 6.f}
+                                : act == "LeakyRelu" ? std::vector<float>{0.1f}
+                                                     : std::vector<float>{}}};
+}
+
 TEST(NanKernels, ConvEpiloguesKeepNaN) {
   for (const char* act : {"Relu", "Clip", "LeakyRelu", "Sigmoid", "SiLU", "HardSwish"}) {
+    auto attrs = activation(act);
+    attrs["pads"] = std::vector<int64_t>{1, 1, 1, 1};
     GraphBuilder b;
     b.input("x", DType::Float32, {1, 8, 10, 10})
         .init("w", seeded({8, 8, 3, 3}, 1))
         .init("b", seeded({8}, 2))
-        .node("FusedConv", {"x", "w", "b"}, {"y"},
-              {{"pads", std::vector<int64_t>{1, 1, 1, 1}},
-               {"activation", std::string(act)},
-               {"activation_params", std::string(act) == "Clip"        ? std::vector<float>{0.f, 6.f}
-                                     : std::string(act) == "LeakyRelu" ? std::vector<float>{0.1f}
-                                                                       : std::vector<float>{}}},
-              "conv")
+        .node("FusedConv", {"x", "w", "b"}, {"y"}, attrs, "conv")
         .output("y");
     ir::Graph g = b.build();
     g.nodes.back()->domain = "joule";
@@ -93,16 +98,10 @@ TEST(NanKernels, ConvEpiloguesKeepNaN) {
 TEST(NanKernels, MatMulEpiloguesKeepNaN) {
   for (const char* act : {"Relu", "Clip", "LeakyRelu", "Gelu"}) {
     GraphBuilder b;
-    const std::string a(act);
     b.input("x", DType::Float32, {4, 16})
         .init("w", seeded({16, 24}, 1))
         .init("bias", seeded({24}, 2))
-        .node("FusedMatMul", {"x", "w", "bias"}, {"y"},
-              {{"activation", a},
-               {"activation_params", a == "Clip"        ? std::vector<float>{0.f, 6.f}
-                                     : a == "LeakyRelu" ? std::vector<float>{0.1f}
-                                                        : std::vector<float>{}}},
-              "mm")
+        .node("FusedMatMul", {"x", "w", "bias"}, {"y"}, activation(act), "mm")
         .output("y");
     ir::Graph g = b.build();
     g.nodes.back()->domain = "joule";

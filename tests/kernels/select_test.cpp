@@ -20,7 +20,8 @@ namespace fs = std::filesystem;
 using testing::GraphBuilder;
 using Ints = std::vector<int64_t>;
 
-// Two convs: a 3x3 stride-1 one and a strided one (which Winograd / FFT refuse), and a Gemm.
+// Two convs: a 3x3 stride-1 one and a strided one (which Winograd / FFT refuse), a Reshape (the
+// view class), a Gemm, and a Sign (only the reference kernel).
 ir::Graph model() {
   return GraphBuilder()
       .input("x", DType::Float32, {1, 4, 12, 12})
@@ -31,7 +32,8 @@ ir::Graph model() {
       .node("Conv", {"x", "w1"}, {"c1"}, {{"pads", Ints{1, 1, 1, 1}}}, "conv_a")
       .node("Conv", {"c1", "w2"}, {"c2"}, {{"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{2, 2}}}, "conv_b")
       .node("Reshape", {"c2", "shape"}, {"f"}, {}, "flat")
-      .node("Gemm", {"f", "fc"}, {"y"}, {}, "fc")
+      .node("Gemm", {"f", "fc"}, {"g"}, {}, "fc")
+      .node("Sign", {"g"}, {"y"}, {}, "sgn")
       .output("y")
       .build();
 }
@@ -66,7 +68,8 @@ TEST(Select, PoliciesAndRules) {
   p = plan(g, {});
   EXPECT_EQ(p["conv_a"]["algorithm_source"], "guess");
   EXPECT_NE(p["conv_a"]["algorithm"], "reference");
-  EXPECT_EQ(p["flat"]["algorithm"], "reference");
+  EXPECT_EQ(p["flat"]["algorithm"], "alias");
+  EXPECT_EQ(p["sgn"]["algorithm"], "reference");
   // A node rule beats the class rule; the rest follow the policy.
   p = plan(g, {"reference", "conv=onednn", "conv_b=reference"});
   EXPECT_EQ(p["conv_a"]["algorithm"], "onednn");
@@ -92,7 +95,7 @@ TEST(Select, RefusalsNameTheNodeAndPreferenceListsFallBack) {
   EXPECT_NE(error_of([&] { plan(g, {"conv=nosuch"}); }).find("unknown algorithm 'nosuch'"), std::string::npos);
   EXPECT_NE(error_of([&] { plan(g, {"conv=blas"}); }).find("not an algorithm for conv"), std::string::npos);
   EXPECT_NE(error_of([&] { plan(g, {"nosuchnode=onednn"}); }).find("neither an op class"), std::string::npos);
-  EXPECT_NE(error_of([&] { plan(g, {"flat=onednn"}); }).find("only the reference kernel"), std::string::npos);
+  EXPECT_NE(error_of([&] { plan(g, {"sgn=onednn"}); }).find("only the reference kernel"), std::string::npos);
   EXPECT_NE(error_of([&] { plan(g, {"fastest"}); }).find("expected guess, auto, reference"), std::string::npos);
   EXPECT_NE(error_of([&] { plan(g, {"conv="}); }).find("empty algorithm name"), std::string::npos);
 }

@@ -40,6 +40,8 @@ extern const Algorithm kRecurrentFused;
 extern const Algorithm kRoiAlignChannels;
 extern const Algorithm kConvTransposeGemm;
 extern const Algorithm kQuantizeSimd;
+extern const Algorithm kGatherCopy;
+extern const Algorithm kViewAlias;
 bool is_recurrent(const ir::Node& n);  // kernels/recurrent/recurrent.cpp
 
 const std::vector<const Algorithm*>& all_algorithms() {
@@ -48,7 +50,7 @@ const std::vector<const Algorithm*>& all_algorithms() {
                                                      &kGemmOnednnPacked, &kGemmOnednn, &kGemmBlas, &kGemmOnednnBf16, &kMatMulOnednnPacked, &kMatMulOnednn, &kMatMulBlas, &kMatMulOnednnBf16,
                                                      &kQConvOnednnInt8, &kQMatMulOnednnInt8, &kQConvEmulated, &kQMatMulEmulated, &kConvGradDataOnednn,
                                                      &kConvGradWeightOnednn, &kUnarySimd, &kBinarySimd, &kPoolSimd, &kTransposeTiled, &kConcatCopy, &kSliceCopy,
-                                                     &kSoftmaxSimd, &kLayerNormSimd, &kBatchNormSimd, &kRecurrentFused, &kRoiAlignChannels, &kConvTransposeGemm, &kQuantizeSimd};
+                                                     &kSoftmaxSimd, &kLayerNormSimd, &kBatchNormSimd, &kRecurrentFused, &kRoiAlignChannels, &kConvTransposeGemm, &kQuantizeSimd, &kGatherCopy, &kViewAlias};
     for (const Algorithm* a : cuda::algorithms()) r.push_back(a);
     return r;
   }();

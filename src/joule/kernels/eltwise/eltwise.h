@@ -44,7 +44,7 @@ bool is_unary_eltwise(const ir::Node& n);
 bool is_binary_eltwise(const ir::Node& n);
 bool is_pool(const ir::Node& n);
 bool is_quantize(const ir::Node& n);  // QuantizeLinear (ONNX's, joule's), DequantizeLinear
-std::string movement_class(const ir::Node& n);  // "transpose", "concat", "slice" or ""
+std::string movement_class(const ir::Node& n);  // "transpose", "concat", "slice", "gather", "view" or ""
 std::string norm_class(const ir::Node& n);      // "softmax", "layer_norm", "batch_norm" or ""
 
 }  // namespace joule::kernels

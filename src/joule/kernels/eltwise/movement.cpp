@@ -2,9 +2,12 @@
 // tiles, 4 x 4 blocks of 4-byte elements through SSE2 registers: ops::transpose_into), the
 // "copy" Concat (one memcpy per input row) and the "copy" Slice (constant starts/ends/axes/
 // steps resolved at plan time; the output's trailing dims that are contiguous in the input
-// copied as one run per outer index). All write into the planned output buffer and split
-// large tensors over the thread pool. The ops' reference kernels copy element by element
-// (Transpose, Slice) or are the same memcpy into a fresh tensor (Concat).
+// copied as one run per outer index), the "copy" Gather (one memcpy per index and outer row,
+// the indices read and checked at every run) and the "alias" view (Reshape, Flatten, Squeeze,
+// Unsqueeze: the input's buffer under the shape planned once). All but the view write into the
+// planned output buffer and split large tensors over the thread pool. The ops' reference kernels
+// copy element by element (Transpose, Slice), are the same memcpy into a fresh tensor (Concat,
+// Gather), or alias after parsing the shape at every run (the views).
 #include <cstring>
 
 #include "joule/core/error.h"
@@ -209,9 +212,103 @@ std::unique_ptr<Kernel> slice_prepare(const NodeView& v) {
   return std::make_unique<SliceKernel>(std::move(p));
 }
 
+// ---- Gather
+
+class GatherKernel final : public Kernel {
+ public:
+  GatherKernel(Shape data, Shape indices, Shape out, int64_t axis)
+      : data_(std::move(data)), indices_(std::move(indices)), out_(std::move(out)), axis_(axis) {}
+
+  void run(ops::KernelContext& k) const override {
+    const Tensor &X = k.in(0), &I = k.in(1);
+    if (X.shape() != data_ || I.shape() != indices_)
+      fail(k.node.where() + ": the copy kernel was planned for data" + shape_str(data_) + " and indices" + shape_str(indices_) +
+           ", got " + X.describe() + " and " + I.describe());
+    const std::vector<int64_t> raw = ops::movement::index_values(I, k.node, "indices");
+    const int64_t dim = data_[static_cast<size_t>(axis_)];
+    std::vector<int64_t> idx(raw.size());
+    for (size_t i = 0; i < raw.size(); ++i) idx[i] = ops::movement::normalize_index(raw[i], dim, k.node);
+    Tensor& Y = k.output(0, X.dtype(), out_);
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < axis_; ++d) outer *= data_[static_cast<size_t>(d)];
+    for (size_t d = static_cast<size_t>(axis_) + 1; d < data_.size(); ++d) inner *= data_[d];
+    const size_t row = static_cast<size_t>(inner) * dtype_size(X.dtype());
+    if (row == 0 || idx.empty() || outer == 0) return;
+    const auto* src = static_cast<const std::byte*>(X.raw());
+    auto* dst = static_cast<std::byte*>(Y.raw());
+    const int64_t n = static_cast<int64_t>(idx.size()), rows = outer * n;
+    split_items(k.pool, rows, inner, [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r)
+        std::memcpy(dst + static_cast<size_t>(r) * row, src + static_cast<size_t>((r / n) * dim + idx[static_cast<size_t>(r % n)]) * row, row);
+    });
+  }
+
+ private:
+  Shape data_, indices_, out_;
+  int64_t axis_;
+};
+
+std::string gather_supports(const NodeView& v) {
+  Shape data, indices;
+  if (!v.static_shape(0, &data) || !v.static_shape(1, &indices)) return "data or indices without a static shape";
+  if (v.in_types[0]->dtype == DType::String) return "string data";
+  if (v.in_types[1]->dtype != DType::Int64 && v.in_types[1]->dtype != DType::Int32) return "indices are not int32/int64";
+  const int64_t r = static_cast<int64_t>(data.size()), axis = v.node.attr_int("axis", 0);
+  if (r == 0 || axis < -r || axis >= r) return "axis out of range";
+  if (v.out_types.empty() || !v.out_types[0] || !v.out_types[0]->is_static()) return "output shape not static";
+  return "";
+}
+std::unique_ptr<Kernel> gather_prepare(const NodeView& v) {
+  Shape data, indices;
+  v.static_shape(0, &data);
+  v.static_shape(1, &indices);
+  int64_t axis = v.node.attr_int("axis", 0);
+  if (axis < 0) axis += static_cast<int64_t>(data.size());
+  return std::make_unique<GatherKernel>(data, indices, v.out_types[0]->static_shape(), axis);
+}
+
+// ---- views
+
+class ViewKernel final : public Kernel {
+ public:
+  ViewKernel(Shape in, Shape out) : in_(std::move(in)), out_(std::move(out)) {}
+  void run(ops::KernelContext& k) const override {
+    const Tensor& X = k.in(0);
+    if (X.shape() != in_)
+      fail(k.node.where() + ": the alias kernel was planned for" + shape_str(in_) + ", got " + X.describe());
+    k.outputs[0] = X.reshaped(out_);
+  }
+  bool reads_input(size_t i) const override { return i == 0; }  // (the shape input was read at plan time)
+
+ private:
+  Shape in_, out_;
+};
+
+bool is_view(const ir::Node& n) {
+  return onnx_op(n, "Reshape") || onnx_op(n, "Flatten") || onnx_op(n, "Squeeze") || onnx_op(n, "Unsqueeze");
+}
+
+std::string view_supports(const NodeView& v) {
+  Shape in;
+  if (!v.static_shape(0, &in)) return "the input shape is not static";
+  if (v.out_types.empty() || !v.out_types[0] || !v.out_types[0]->is_static()) return "output shape not static";
+  if (shape_numel(v.out_types[0]->static_shape()) != shape_numel(in)) return "the planned shapes differ in size";
+  for (size_t i = 1; i < v.node.inputs.size(); ++i)  // Reshape's shape, Squeeze/Unsqueeze's axes (opset 13)
+    if (!v.node.inputs[i].empty() && !v.constant(i)) return "input " + std::to_string(i) + " is not a constant";
+  return "";
+}
+std::unique_ptr<Kernel> view_prepare(const NodeView& v) {
+  Shape in;
+  v.static_shape(0, &in);
+  return std::make_unique<ViewKernel>(in, v.out_types[0]->static_shape());
+}
+double zero_estimate(const NodeView&) { return 0.0005; }
+
 }  // namespace
 
 std::string movement_class(const ir::Node& n) {
+  if (onnx_op(n, "Gather")) return "gather";
+  if (is_view(n)) return "view";
   if (onnx_op(n, "Slice")) return "slice";
   if (onnx_op(n, "Transpose")) return "transpose";
   if (onnx_op(n, "Concat")) return "concat";
@@ -229,5 +326,14 @@ extern const Algorithm kSliceCopy;
 const Algorithm kSliceCopy{"slice", "copy",
                            "constant starts/ends/axes/steps resolved at plan time; one memcpy per contiguous run, threaded",
                            slice_supports, elements_estimate, slice_prepare};
+
+extern const Algorithm kGatherCopy;
+const Algorithm kGatherCopy{"gather", "copy",
+                            "one memcpy per index and outer row into the planned buffer (indices checked at every run), threaded",
+                            gather_supports, elements_estimate, gather_prepare};
+extern const Algorithm kViewAlias;
+const Algorithm kViewAlias{"view", "alias",
+                           "Reshape/Flatten/Squeeze/Unsqueeze: the input's buffer under the output shape planned once",
+                           view_supports, zero_estimate, view_prepare};
 
 }  // namespace joule::kernels
