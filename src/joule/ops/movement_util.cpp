@@ -28,7 +28,13 @@ Shape shape_of(const std::vector<ir::Dim>& dims) {
   return s;
 }
 
+// Ranks above this are refused: a shape input that claims a billion entries would otherwise make
+// a billion-entry type before anything is allocated for the data (found by fuzzing).
+constexpr size_t kMaxRank = 1024;
+
 ir::TensorType make_type(DType t, std::vector<ir::Dim> dims) {
+  if (dims.size() > kMaxRank)
+    fail("a tensor of rank " + std::to_string(dims.size()) + ": joule's limit is " + std::to_string(kMaxRank) + " dimensions");
   ir::TensorType r;
   r.dtype = t;
   r.has_shape = true;
@@ -42,7 +48,10 @@ ir::TensorType unknown_rank(DType t) {
   return r;
 }
 
-std::vector<ir::Dim> unknown_dims(size_t n) { return std::vector<ir::Dim>(n, ir::Dim{}); }
+std::vector<ir::Dim> unknown_dims(size_t n) {
+  if (n > kMaxRank) fail("a tensor of rank " + std::to_string(n) + ": joule's limit is " + std::to_string(kMaxRank) + " dimensions");
+  return std::vector<ir::Dim>(n, ir::Dim{});
+}
 
 std::optional<std::vector<int64_t>> known_ints(const InferContext& c, size_t i) {
   if (!c.has(i) || i >= c.input_values.size() || !c.input_values[i]) return std::nullopt;
