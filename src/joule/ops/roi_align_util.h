@@ -49,7 +49,7 @@ void axis_taps(T start, T bin, int64_t bins, int64_t grid, int64_t size, std::ve
     for (int64_t i = 0; i < grid; ++i) {
       T v = start + static_cast<T>(b) * bin + (static_cast<T>(i) + T(0.5)) * bin / static_cast<T>(grid);
       Tap<T>& t = taps[static_cast<size_t>(b * grid + i)];
-      if (v < T(-1) || v > static_cast<T>(size)) continue;
+      if (!(v >= T(-1) && v <= static_cast<T>(size))) continue;  // (a NaN position samples nothing)
       v = std::max(v, T(0));
       t.lo = static_cast<int64_t>(v);
       if (t.lo >= size - 1) {
@@ -61,6 +61,18 @@ void axis_taps(T start, T bin, int64_t bins, int64_t grid, int64_t size, std::ve
       t.whi = v - static_cast<T>(t.lo);
       t.wlo = T(1) - t.whi;
     }
+}
+
+// Samples per bin along an axis, as ONNX: ceil(the bin's size in pixels), 0 when negative. A
+// NaN, infinite or absurd bin (more than 2^16 pixels per bin) is refused: converting it to an
+// integer is undefined, looping over it a hang (both found by fuzzing).
+template <class T>
+int64_t grid_count(T bin) {
+  const double c = std::ceil(static_cast<double>(bin));
+  if (!std::isfinite(c) || c > static_cast<double>(1 << 16))
+    fail("RoiAlign: a roi whose bins measure " + std::to_string(static_cast<double>(bin)) +
+         " pixels (not finite, or above 2^16): refused");
+  return std::max<int64_t>(static_cast<int64_t>(c), 0);
 }
 
 // The grid of roi q = [x1, y1, x2, y2] on an H x W map.
@@ -75,8 +87,8 @@ void roi_grid(const T* q, const Params& p, int64_t H, int64_t W, Grid<T>& g) {
     rh = std::max(rh, T(1));
   }
   const T bh = rh / static_cast<T>(p.oh), bw = rw / static_cast<T>(p.ow);
-  g.gh = p.sampling > 0 ? p.sampling : std::max<int64_t>(static_cast<int64_t>(std::ceil(bh)), 0);
-  g.gw = p.sampling > 0 ? p.sampling : std::max<int64_t>(static_cast<int64_t>(std::ceil(bw)), 0);
+  g.gh = p.sampling > 0 ? p.sampling : grid_count(bh);
+  g.gw = p.sampling > 0 ? p.sampling : grid_count(bw);
   g.inv_count = T(1) / static_cast<T>(std::max<int64_t>(g.gh * g.gw, 1));
   axis_taps(y0, bh, p.oh, g.gh, H, g.ty);
   axis_taps(x0, bw, p.ow, g.gw, W, g.tx);
