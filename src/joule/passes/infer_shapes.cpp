@@ -116,6 +116,13 @@ InferResult infer_shapes(ir::Graph& g, const std::map<std::string, Shape>& input
            ", fewer than " + n.op_type + " requires");
     }
     if (std::string odd_out = odd_value(n, *def, {}, "output", &c.output_types); !odd_out.empty()) fail_unsupported(odd_out);
+    // An output the op's inference left untouched is one the op does not produce (a node listing
+    // more outputs than its op has): refused here rather than met as a missing output at run time.
+    for (size_t i = 1; i < n.outputs.size() && !def->any_value; ++i) {
+      const ir::TensorType& t = c.output_types[i];
+      if (!n.outputs[i].empty() && t.is_tensor() && t.dtype == DType::Undefined && !t.has_shape)
+        fail(n.where() + ": lists output " + std::to_string(i) + ", which " + n.op_type + " does not produce");
+    }
     // Evaluate small constant nodes (shape arithmetic) with the reference kernel.
     if (all_const && small_constants(c.input_values) && !ops::is_random_op(n)) {
       ops::KernelContext k{n, c.opset, c.input_values, {}, &pool};
