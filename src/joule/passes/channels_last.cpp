@@ -274,9 +274,7 @@ class Sinker {
       op.attrs["axes"] = axes;
       return true;
     }
-    const std::string name = g_.unique_name(op.name + "_axes_nhwc");
-    g_.initializers[name] = Tensor::from_vector(axes, {static_cast<int64_t>(axes.size())});
-    g_.types[name] = ir::TensorType::of(DType::Int64, {static_cast<int64_t>(axes.size())});
+    const std::string name = int64_constant(op.name + "_axes_nhwc", axes);
     if (op.inputs.size() < 4) op.inputs.resize(4);
     op.inputs[3] = name;
     return true;
@@ -320,25 +318,19 @@ class Sinker {
     const ir::TensorType* t2 = g_.type_of(r2->outputs[0]);
     if (!t2 || !t2->is_static() || t2->static_shape() != x) return 0;
 
-    auto shape_const = [&](const std::string& base, const std::vector<int64_t>& dims) {
-      const std::string name = g_.unique_name(base);
-      g_.initializers[name] = Tensor::from_vector(dims, {static_cast<int64_t>(dims.size())});
-      g_.types[name] = ir::TensorType::of(DType::Int64, {static_cast<int64_t>(dims.size())});
-      return name;
-    };
     auto retype = [&](const std::string& value, const Shape& shape) {
       const ir::TensorType* t = g_.type_of(value);
       g_.types[value] = ir::TensorType::of(t ? t->dtype : DType::Float32, shape);
     };
     const Shape a5 = {N, H, W, G, C / G}, b5 = {N, H, W, C / G, G};
     r1.inputs[0] = producer(r1.inputs[0])->inputs[0];
-    r1.inputs[1] = shape_const(r1.name + "_shape_nhwc", a5);
+    r1.inputs[1] = int64_constant(r1.name + "_shape_nhwc", a5);
     retype(r1.outputs[0], a5);
     for (ir::Node* m : mid1) retype(m->outputs[0], a5);
     tr->attrs["perm"] = std::vector<int64_t>{0, 1, 2, 4, 3};
     retype(tr->outputs[0], b5);
     for (ir::Node* m : mid2) retype(m->outputs[0], b5);
-    r2->inputs[1] = shape_const(r2->name + "_shape_nhwc", {N, H, W, C});
+    r2->inputs[1] = int64_constant(r2->name + "_shape_nhwc", {N, H, W, C});
     const std::string y = r2->outputs[0];
     const std::string y_nhwc = g_.unique_name(y + "_nhwc");
     r2->outputs[0] = y_nhwc;
@@ -348,6 +340,14 @@ class Sinker {
     return 1;
   }
 
+  // A new 1-D int64 initializer (axes, shapes) named after `base`; returns its name.
+  std::string int64_constant(const std::string& base, const std::vector<int64_t>& values) {
+    const std::string name = g_.unique_name(base);
+    g_.initializers[name] = Tensor::from_vector(values, {static_cast<int64_t>(values.size())});
+    g_.types[name] = ir::TensorType::of(DType::Int64, {static_cast<int64_t>(values.size())});
+    return name;
+  }
+
   // GlobalAveragePool of N,C,H,W is ReduceMean over axes 1, 2 (keepdims) of N,H,W,C.
   void to_reduce_mean_nhwc(ir::Node& op) {
     op.op_type = "ReduceMean";
@@ -355,10 +355,7 @@ class Sinker {
     op.attrs["keepdims"] = int64_t{1};
     const Ints axes{1, 2};
     if (g_.opset("") >= 18) {  // axes became an input
-      const std::string a = g_.unique_name(op.name + "_axes");
-      g_.initializers[a] = Tensor::from_vector(axes, {2});
-      g_.types[a] = ir::TensorType::of(DType::Int64, {2});
-      op.inputs.push_back(a);
+      op.inputs.push_back(int64_constant(op.name + "_axes", axes));
     } else {
       op.attrs["axes"] = axes;
     }
