@@ -62,6 +62,8 @@ opdb-bench: build
 	rm -f $(OPDB_BENCH_DB)
 	$(BUILD)/joule opdb sweep --stage quick --threads 1 --db $(OPDB_BENCH_DB)
 	$(BUILD)/joule opdb add $(foreach m,$(OPDB_BENCH_MODELS),$(ZOO_DIR)/$(m)/model.onnx) --threads 1 --db $(OPDB_BENCH_DB)
+	PYTHONPATH=$(BUILD)/python $(PY) tools/eval_predictor.py --db $(OPDB_BENCH_DB) --model-dir $(ZOO_DIR) \
+	  --models $(shell echo $(OPDB_BENCH_MODELS) | tr ' ' ',')
 	$(BUILD)/joule predict $(foreach m,$(OPDB_BENCH_MODELS),$(ZOO_DIR)/$(m)/model.onnx) --validate --leave-one-out \
 	  --threads 1 --runs 20 --db $(OPDB_BENCH_DB)
 	$(BUILD)/joule predict $(foreach m,$(OPDB_BENCH_MODELS),$(ZOO_DIR)/$(m)/model.onnx) --validate \

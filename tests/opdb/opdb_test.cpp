@@ -358,4 +358,48 @@ TEST(Predictor, ExactRowsThenRegressorThenRoofline) {
   const double truth = m.layers[0].bytes / 1e7;
   EXPECT_NEAR(m.layers[0].latency_ms, truth, 0.3 * truth);
   EXPECT_GT(m.training_rows.at("Relu"), 8);
+
+  // Eight times the largest row: the regressor corrects a roofline time rather than
+  // predicting the time itself, so the prediction scales with the bytes (a tree of times
+  // would give the largest row's).
+  ir::Graph big = joule::testing::GraphBuilder()
+                      .input("x", DType::Float32, {1, int64_t{1} << 25})
+                      .node("Relu", {"x"}, {"y"})
+                      .output("y")
+                      .build();
+  api::Prepared bp = api::prepare(big, api::PrepareOptions::with_threads(1));
+  const predict::Prediction b = predict::Predictor(db).predict(*bp.session, "big");
+  ASSERT_EQ(b.layers.size(), 1u);
+  EXPECT_EQ(b.layers[0].source, "model");
+  const double big_truth = b.layers[0].bytes / 1e7;
+  EXPECT_NEAR(b.layers[0].latency_ms, big_truth, 0.3 * big_truth);
+
+  // An op type with no row: its family's regressor (element-wise: here the Relus, so it
+  // predicts their rate), not the roofline bound.
+  ir::Graph neg = joule::testing::GraphBuilder()
+                      .input("x", DType::Float32, {1, 3000 * 64})
+                      .node("Neg", {"x"}, {"y"})
+                      .output("y")
+                      .build();
+  api::Prepared np = api::prepare(neg, api::PrepareOptions::with_threads(1));
+  const predict::Prediction n = predict::Predictor(db).predict(*np.session, "neg");
+  ASSERT_EQ(n.layers.size(), 1u);
+  EXPECT_EQ(n.layers[0].source, "model");
+  EXPECT_GT(n.training_rows.at("Neg"), 8);
+  const double neg_truth = n.layers[0].bytes / 1e7;
+  EXPECT_NEAR(n.layers[0].latency_ms, neg_truth, 0.3 * neg_truth);
+
+  // A family with no row (pooling): the regressor of the whole store.
+  ir::Graph pool = joule::testing::GraphBuilder()
+                       .input("x", DType::Float32, {1, 16, 32, 32})
+                       .node("MaxPool", {"x"}, {"y"}, {{"kernel_shape", std::vector<int64_t>{2, 2}}})
+                       .output("y")
+                       .build();
+  api::Prepared pp = api::prepare(pool, api::PrepareOptions::with_threads(1));
+  predict::Predictor whole(db);
+  const predict::Prediction q = whole.predict(*pp.session, "pool");
+  ASSERT_EQ(q.layers.size(), 1u);
+  EXPECT_EQ(q.layers[0].source, "model");
+  EXPECT_GT(q.layers[0].latency_ms, 0);
+  EXPECT_EQ(q.training_rows.at(q.layers[0].op_type), static_cast<int>(whole.rows()));
 }

@@ -174,7 +174,11 @@ std::vector<Row> measure_node(const ir::Graph& g, const ir::Node& n, const std::
     const bool cold = regime == "cold";
     profile::Stats best;
     size_t call = 0;
-    for (int attempt = 0; attempt <= o.retries; ++attempt) {
+    // Only warm rows are re-measured: a flush before every call (cold) or inputs streamed from
+    // memory (fresh) vary by more than noisy_cv by nature (cold rows had a CV of 4-9 % and
+    // retrying them was over half a sweep's time); their CV and noisy flag are recorded.
+    const int retries = regime == "reused" ? o.retries : 0;
+    for (int attempt = 0; attempt <= retries; ++attempt) {
       if (o.checkpoint) o.checkpoint();
       double warm_ms = 0;
       for (int i = 0; i < std::max(1, o.warmup); ++i, ++call) {

@@ -28,8 +28,8 @@ struct MeasureOptions {
   int runs = 15;              // samples, at least ...
   double sample_ms = 10;      // each the mean of as many calls as fill this long (at least one)
   double min_time_s = 0.05;   // ... and at least this long
-  double noisy_cv = 0.02;     // a row above this CV is re-measured, then flagged noisy
-  int retries = 2;            // re-measurements of a noisy row (the lowest CV is kept)
+  double noisy_cv = 0.02;     // a row above this CV is flagged noisy (reused: after the retries)
+  int retries = 2;            // re-measurements of a noisy reused row (the lowest CV is kept)
   std::vector<std::string> regimes = {"reused", "fresh", "cold"};
   // Energy per call: a sensor is read over a loop of calls at least its window long; an
   // estimator models it from the measured time, FLOPs and bytes. Null: no energy.

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <set>
 
 namespace joule::predict {
 
@@ -38,6 +39,16 @@ double elements(const std::vector<int64_t>& d) {
   return n;
 }
 
+// Bytes of an element of a type string's dtype: its name's trailing bits ("float32", "uint8",
+// "bfloat16"), one byte for bool.
+double element_bytes(const std::string& type) {
+  size_t end = type.find('[');
+  if (end == std::string::npos) end = type.size();
+  size_t b = end;
+  while (b > 0 && std::isdigit(static_cast<unsigned char>(type[b - 1]))) --b;
+  return b == end ? 1 : std::stod(type.substr(b, end - b)) / 8;
+}
+
 float activation_kind(const nlohmann::json& attrs) {
   if (!attrs.contains("activation")) return 0;
   static const std::vector<std::string> kinds = {"\"Relu\"", "\"Clip\"", "\"Sigmoid\"", "\"SiLU\"",
@@ -65,20 +76,36 @@ std::vector<int64_t> dims_of(const std::string& type) {
   return d;
 }
 
+float family(std::string op) {
+  if (op.starts_with("joule.")) op.erase(0, 6);
+  auto has = [&](const char* s) { return op.find(s) != std::string::npos; };
+  if (has("Conv")) return 1;
+  if (has("MatMul") || op == "Gemm") return 2;
+  if (has("Pool")) return 3;
+  if (has("Norm") || has("Softmax")) return 4;
+  static const std::set<std::string> movement = {"Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
+                                                 "Slice", "Concat", "Split", "Gather", "Pad", "Expand", "Tile",
+                                                 "Resize", "DepthToSpace", "SpaceToDepth", "Identity"};
+  if (movement.count(op)) return 5;
+  return 6;
+}
+
 const std::vector<std::string>& feature_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> n = {"log2_flops", "log2_bytes", "intensity", "threads", "algorithm"};
     for (const char* t : {"in0", "out0", "in1"})
       for (int i = 0; i < 5; ++i) n.push_back(std::string(t) + "_d" + std::to_string(i));
     for (const char* s : {"log2_in0_elems", "log2_out0_elems", "kernel_area", "stride", "group", "inputs",
-                          "channels_last", "activation"})
+                          "channels_last", "activation", "log2_base_ns", "log2_weight_bytes", "weight_rows",
+                          "weight_cols", "log2_out_per_row", "op_type", "family"})
       n.push_back(s);
     return n;
   }();
   return names;
 }
 
-std::vector<float> features(const opdb::OpKey& k, double flops, double bytes, int threads, float algorithm_index) {
+std::vector<float> features(const opdb::OpKey& k, double flops, double bytes, int threads, float algorithm_index,
+                            float op_index, double base_ms) {
   std::vector<float> f;
   f.reserve(feature_names().size());
   f.push_back(log2p(flops));
@@ -86,8 +113,15 @@ std::vector<float> features(const opdb::OpKey& k, double flops, double bytes, in
   f.push_back(static_cast<float>(flops / std::max(1.0, bytes)));
   f.push_back(static_cast<float>(threads));
   f.push_back(algorithm_index);
-  const std::vector<int64_t> in0 = k.inputs.empty() ? std::vector<int64_t>{} : dims_of(k.inputs[0]);
-  const std::vector<int64_t> out0 = k.outputs.empty() ? std::vector<int64_t>{} : dims_of(k.outputs[0]);
+  // A channels-last node's activations in N,C,H,W order, as the same node in N,C,H,W has them.
+  const std::vector<int64_t> cl = ints_of(k.attrs, "channels_last");
+  const bool nhwc = !cl.empty() && cl[0] == 1;
+  auto logical = [&](std::vector<int64_t> d) {
+    if (nhwc && d.size() == 4) d = {d[0], d[3], d[1], d[2]};
+    return d;
+  };
+  const std::vector<int64_t> in0 = k.inputs.empty() ? std::vector<int64_t>{} : logical(dims_of(k.inputs[0]));
+  const std::vector<int64_t> out0 = k.outputs.empty() ? std::vector<int64_t>{} : logical(dims_of(k.outputs[0]));
   const std::vector<int64_t> in1 = k.inputs.size() < 2 ? std::vector<int64_t>{} : dims_of(k.inputs[1]);
   push_dims(f, in0);
   push_dims(f, out0);
@@ -105,9 +139,28 @@ std::vector<float> features(const opdb::OpKey& k, double flops, double bytes, in
   size_t given = 0;
   for (auto& s : k.inputs) given += !s.empty();
   f.push_back(static_cast<float>(given));
-  const std::vector<int64_t> cl = ints_of(k.attrs, "channels_last");
-  f.push_back(cl.empty() ? 0.f : static_cast<float>(cl[0]));
+  f.push_back(nhwc ? 1.f : 0.f);
   f.push_back(activation_kind(k.attrs));
+  f.push_back(log2p(base_ms * 1e6));
+  // The constant inputs (weights): their bytes, and for the first one its rows (a conv's output
+  // channels, a Gemm's or MatMul's K) and the rest per row (a conv's input channels per group
+  // times its kernel); output elements per such row (a conv's output pixels per image times the
+  // batch, whatever the activations' layout).
+  double weight_bytes = 0;
+  std::vector<int64_t> w;
+  for (const std::string& t : k.inputs)
+    if (t.starts_with("const ")) {
+      const std::vector<int64_t> d = dims_of(t);
+      if (w.empty()) w = d;
+      weight_bytes += elements(d) * element_bytes(t);
+    }
+  f.push_back(log2p(weight_bytes));
+  const double rows = w.empty() ? 0 : static_cast<double>(w[0]), cols = rows > 0 ? elements(w) / rows : 0;
+  f.push_back(w.empty() ? kNaN : static_cast<float>(rows));
+  f.push_back(w.empty() ? kNaN : static_cast<float>(cols));
+  f.push_back(w.empty() || rows <= 0 ? kNaN : log2p(elements(out0) / rows));
+  f.push_back(op_index);
+  f.push_back(family(k.op_type));
   return f;
 }
 

@@ -19,6 +19,7 @@ namespace joule::predict {
 
 namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kDispatchMs = 1e-3;
 
 // One operator instance of the store: its rows in every regime together.
 struct Entry {
@@ -47,6 +48,10 @@ double pick(const std::map<std::string, double>& v, const std::string& regime) {
   return get(regime);
 }
 
+// A view (the alias algorithm of Reshape, Flatten, Squeeze...) moves no bytes, whatever the op's
+// cost annotation counts for a copy.
+double moved_bytes(const std::string& algorithm, double bytes) { return algorithm == "alias" ? 0 : bytes; }
+
 const std::set<std::string> kRegimes = {"auto", "reused", "fresh", "cold", "mid"};  // asked for
 const std::set<std::string> kMeasured = {"reused", "fresh", "cold"};                // isolated rows
 }  // namespace
@@ -61,56 +66,94 @@ struct Predictor::Impl {
   std::string store_path;
   std::map<std::string, Entry> entries;
   std::map<std::string, std::vector<const Entry*>> by_type;
-  std::map<std::string, std::optional<Regressor>> models;  // "regime|op type"
-  std::map<std::string, std::map<std::string, int>> algo_index;  // op type -> algorithm -> index
+  std::map<std::string, std::optional<Regressor>> models;  // "regime|family F", "regime|*" (every row)
   std::unique_ptr<profile::energy::EnergyMeter> estimator;
 
-  float algo(const std::string& op_type, const std::string& algorithm) {
-    auto& m = algo_index[op_type];
-    auto it = m.find(algorithm);
+  // What the regressor corrects: the roofline time at the measured FP32 peak and bandwidth,
+  // plus a dispatch's fixed cost. The regressor learns log(measured / base): a ratio that
+  // varies far less across sizes than the time itself, so that a layer larger or smaller than
+  // any row of its op type is scaled by its FLOPs and bytes rather than given the nearest
+  // row's time (trees cannot extrapolate).
+  double base_ms(double flops, double bytes, int threads) {
+    auto& [peak, bw] = rates[threads];
+    if (peak == 0) {
+      peak = profile::peak_gflops(threads) * 1e9;
+      bw = profile::peak_bandwidth_gbs(threads) * 1e9;
+    }
+    return kDispatchMs + 1e3 * std::max(peak > 0 ? flops / peak : 0.0, bw > 0 ? bytes / bw : 0.0);
+  }
+  std::map<int, std::pair<double, double>> rates;  // threads -> FP32 FLOP/s, bytes/s
+
+  // Indices of op types and algorithms over the whole store (sorted: the same store gives the
+  // same features); NaN for one the store has no row of.
+  std::map<std::string, int> op_index, algo_index;
+  static float index_of(const std::map<std::string, int>& m, const std::string& k) {
+    auto it = m.find(k);
     return it == m.end() ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>(it->second);
   }
+  std::vector<float> row(const opdb::OpKey& key, const std::string& algorithm, double flops, double bytes,
+                         int threads) {
+    return features(key, flops, bytes, threads, index_of(algo_index, algorithm), index_of(op_index, key.op_type),
+                    base_ms(flops, bytes, threads));
+  }
 
-  // The regressor of an op type in a regime, trained on first use; nullopt when it has too
-  // few rows.
+  // The regressor a layer of `op_type` is predicted by in a regime: its family's (Conv with
+  // FusedConv and the integer convs, MatMul with Gemm and FusedMatMul...: the same kernels, so
+  // an op type few models use borrows its family's rows), or -- for a family with fewer than
+  // min_rows rows -- the one trained on every row of the store (op type and family among its
+  // features); trained on first use, nullptr when even the store has too few rows.
   const Regressor* model(const std::string& op_type, const std::string& regime) {
-    const std::string id = regime + "|" + op_type;
+    const float fam = family(op_type);
+    auto [it, fresh] = by_family.try_emplace(fam);
+    if (fresh)
+      for (const Entry* e : all)
+        if (family(e->key.op_type) == fam) it->second.push_back(e);
+    const std::string id = fmt::format("{}|family {}", regime, fam);
+    auto n = usable_rows.find(id);
+    if (n == usable_rows.end()) n = usable_rows.emplace(id, usable(it->second, regime).size()).first;
+    return n->second >= static_cast<size_t>(o.min_rows) ? trained(id, it->second, regime)
+                                                        : trained(regime + "|*", all, regime);
+  }
+  std::vector<const Entry*> usable(const std::vector<const Entry*>& rows, const std::string& regime) const {
+    std::vector<const Entry*> u;
+    for (const Entry* e : rows)
+      if (const double v = pick(e->ms, regime); std::isfinite(v) && v > 0) u.push_back(e);
+    return u;
+  }
+  const Regressor* trained(const std::string& id, const std::vector<const Entry*>& rows, const std::string& regime) {
     auto it = models.find(id);
     if (it == models.end()) {
       std::optional<Regressor> r;
-      auto rows = by_type.find(op_type);
-      std::vector<const Entry*> usable;
-      if (rows != by_type.end())
-        for (const Entry* e : rows->second)
-          if (const double v = pick(e->ms, regime); std::isfinite(v) && v > 0) usable.push_back(e);
-      if (static_cast<int>(usable.size()) >= o.min_rows) {
-        if (!algo_index.count(op_type)) {
-          std::set<std::string> algos;
-          for (const Entry* e : rows->second) algos.insert(e->algorithm);
-          int i = 0;
-          for (auto& a : algos) algo_index[op_type][a] = i++;
-        }
+      const std::vector<const Entry*> u = usable(rows, regime);
+      if (u.size() >= static_cast<size_t>(o.min_rows)) {
         std::vector<std::vector<float>> X;
         std::vector<float> y;
-        for (const Entry* e : usable) {
-          X.push_back(features(e->key, e->flops, e->bytes, e->threads, algo(op_type, e->algorithm)));
-          y.push_back(static_cast<float>(std::log(pick(e->ms, regime))));
+        for (const Entry* e : u) {
+          X.push_back(row(e->key, e->algorithm, e->flops, e->bytes, e->threads));
+          y.push_back(static_cast<float>(std::log(pick(e->ms, regime) / base_ms(e->flops, e->bytes, e->threads))));
         }
         RegressorParams p;
         p.rounds = 150;
         p.max_depth = 5;
         r = Regressor::train(X, y, p);
       }
+      model_rows[id] = u.size();
       it = models.emplace(id, std::move(r)).first;
     }
+    last_rows = model_rows[id];
     return it->second ? &*it->second : nullptr;
   }
+  std::vector<const Entry*> all;
+  std::map<float, std::vector<const Entry*>> by_family;
+  std::map<std::string, size_t> model_rows, usable_rows;  // model id -> rows it learned from, could learn from
+  size_t last_rows = 0;                       // of the regressor model() last returned
 
   // A layer's time in one regime: exact row, else the regressor, else nullopt.
   struct Value {
     double ms = kNaN;
     std::string source;
     std::optional<double> energy_j;
+    size_t rows = 0;  // source model: the rows its regressor learned from
   };
   Value value(const opdb::OpKey& key, const std::string& id, const std::string& algorithm, double flops,
               double bytes, int threads, const std::string& regime) {
@@ -121,8 +164,9 @@ struct Predictor::Impl {
       v.source = "exact";
       if (const double e = pick(it->second.energy_j, regime); std::isfinite(e)) v.energy_j = e;
     } else if (const Regressor* r = model(key.op_type, regime)) {
-      v.ms = std::exp(r->predict(features(key, flops, bytes, threads, algo(key.op_type, algorithm))));
+      v.ms = base_ms(flops, bytes, threads) * std::exp(r->predict(row(key, algorithm, flops, bytes, threads)));
       v.source = "model";
+      v.rows = last_rows;
     }
     return v;
   }
@@ -144,14 +188,22 @@ Predictor::Predictor(const opdb::Store& db, PredictorOptions o) : impl_(std::mak
     e.algorithm = r.algorithm;
     e.threads = r.threads;
     e.flops = r.flops;
-    e.bytes = r.bytes;
+    e.bytes = moved_bytes(r.algorithm, r.bytes);
     e.ms[r.regime] = r.median_ms;
     if (r.energy_j) {
       e.energy_j[r.regime] = *r.energy_j;
       e.energy_source = r.energy_source;
     }
   }
-  for (auto& [id, e] : impl_->entries) impl_->by_type[e.key.op_type].push_back(&e);
+  for (auto& [id, e] : impl_->entries) {
+    impl_->by_type[e.key.op_type].push_back(&e);
+    impl_->all.push_back(&e);
+    impl_->algo_index.emplace(e.algorithm, 0);
+  }
+  int i = 0;
+  for (auto& [a, index] : impl_->algo_index) index = i++;
+  i = 0;
+  for (auto& [t, rows] : impl_->by_type) impl_->op_index[t] = i++;
   try {
     impl_->estimator = profile::energy::open_meter("estimate");
   } catch (const Error&) {
@@ -199,7 +251,7 @@ Prediction Predictor::predict(const runtime::Session& s, const std::string& mode
     L.op_type = key.op_type;
     L.algorithm = n.meta["software"].value("algorithm", "reference");
     L.flops = c.value("flops", 0.0);
-    L.bytes = c.value("bytes", 0.0);
+    L.bytes = moved_bytes(L.algorithm, c.value("bytes", 0.0));
     L.weight_bytes = step_weights[step];
     const std::string precision = opdb::precision_of(key, L.algorithm);
     precisions.insert(precision);
@@ -213,12 +265,16 @@ Prediction Predictor::predict(const runtime::Session& s, const std::string& mode
       if (std::isfinite(c.ms)) {
         const double cap_ms = bw > 0 ? 2e3 * L.weight_bytes / bw : 0;
         v.ms += p.cold_share * std::clamp(c.ms - v.ms, 0.0, cap_ms);
-        if (c.source != "exact") v.source = c.source;
+        if (c.source != "exact") {
+          v.source = c.source;
+          v.rows = std::max(v.rows, c.rows);
+        }
         if (v.energy_j && c.energy_j) *v.energy_j += p.cold_share * (*c.energy_j - *v.energy_j);
       }
     }
     if (std::isfinite(v.ms)) {
       L.source = v.source;
+      if (v.source == "model") p.training_rows[L.op_type] = static_cast<int>(v.rows);
       L.latency_ms = v.ms;
       if ((L.energy_j = v.energy_j)) L.energy_source = im.entries.at(id).energy_source;
     } else {
@@ -242,10 +298,6 @@ Prediction Predictor::predict(const runtime::Session& s, const std::string& mode
   for (const char* src : {"exact", "model", "roofline"}) {
     p.coverage_pct.emplace(src, 0.0);
     p.coverage_layers.emplace(src, 0);
-  }
-  for (auto& [id, m] : im.models) {
-    const std::string op = id.substr(id.find('|') + 1);
-    if (m) p.training_rows[op] = static_cast<int>(im.by_type[op].size());
   }
   p.precision = precisions.size() == 1 ? *precisions.begin() : precisions.empty() ? "fp32" : "mixed";
   if (energy_sources.size() == 1) {

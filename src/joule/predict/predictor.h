@@ -4,7 +4,10 @@
 // is predicted). For each step, in this order:
 //   exact    - the store has the node's key on its algorithm, threads, precision and CPU;
 //   model    - a gradient-boosted-trees regressor (XGBoost) trained on the store's rows of the
-//              node's op type (at least `min_rows` of them), features from predict/features.h;
+//              node's op family (convolutions, matrix products...: at least `min_rows` of them;
+//              else on every row of the store), features from predict/features.h; it learns
+//              the ratio of the measured time to a roofline time plus a dispatch's cost, so
+//              that a layer outside its rows' sizes scales with its FLOPs and bytes;
 //   roofline - max(FLOPs / measured FP32 peak, bytes / measured bandwidth), a lower bound.
 // Each layer says which. Inside a model a layer's input was just written by the layer before
 // it (warm), while its weights stay in cache only when the model's weights fit in the
@@ -50,7 +53,9 @@ struct Prediction {
   // Share of the predicted time and number of layers per source (exact, model, roofline).
   std::map<std::string, double> coverage_pct;
   std::map<std::string, int> coverage_layers;
-  std::map<std::string, int> training_rows;  // op type -> rows its regressor learned from
+  // Op type predicted by a regressor -> the rows that regressor learned from (its family's, or
+  // the whole store's).
+  std::map<std::string, int> training_rows;
   nlohmann::json to_json() const;
   // "exact rows 46.0% (38 layers), regressor 54.0% (43), roofline bound 0.0% (0)"
   std::string coverage_text() const;
@@ -59,7 +64,7 @@ struct Prediction {
 struct PredictorOptions {
   std::string regime = "auto";  // auto | reused | fresh | cold | mid
   std::vector<std::string> exclude_origins;  // leave-one-out: hide rows only these origins made
-  int min_rows = 8;            // fewer rows of an op type: roofline instead of a regressor
+  int min_rows = 8;            // fewer rows of a family: the store-wide regressor; of the store: roofline
   double llc_bytes = 0;        // regime auto: the last-level cache (0: this machine's)
 };
 
