@@ -1,6 +1,6 @@
 // Every convolution algorithm against the reference kernel on random shapes and values:
 // channels, kernel sizes, strides, pads (asymmetric), dilations, groups (incl. depthwise),
-// 1-D convs, batch, threads, and FusedConv epilogues (bias, residual, Relu/LeakyRelu/Clip).
+// 1-D convs, batch, threads, and FusedConv epilogues (bias, residual, Relu/LeakyRelu/Clip/Sigmoid/SiLU/HardSwish).
 #include <fmt/core.h>
 
 #include <map>
@@ -60,8 +60,8 @@ ConvCase random_case(std::mt19937& rng) {
     if (k.h + k.pt + k.pb < (k.kh - 1) * k.dh + 1 || k.w + k.pl + k.pr < (k.kw - 1) * k.dw + 1) continue;
     k.bias = r(0, 3) != 0;
     k.residual = r(0, 3) == 0;
-    const char* acts[] = {"", "", "Relu", "LeakyRelu", "Clip"};
-    k.act = acts[r(0, 4)];
+    const char* acts[] = {"", "", "Relu", "LeakyRelu", "Clip", "Sigmoid", "SiLU", "HardSwish"};
+    k.act = acts[r(0, 7)];
     k.threads = static_cast<int>(r(1, 2));
     return k;
   }

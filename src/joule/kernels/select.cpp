@@ -211,16 +211,30 @@ const std::vector<std::string>* AlgoSpec::rule_for(const ir::Node& n, const std:
   return by_class;
 }
 
+namespace {
+// a->prepare(v), or null when the algorithm's library refuses the node after supports() let it
+// through (oneDNN 2.6 creates no primitive for some shapes with some post-ops: a 1-D grouped
+// conv with a swish epilogue): the caller moves on to the next algorithm. `why` gets the refusal.
+std::unique_ptr<Kernel> try_prepare(const Algorithm* a, const NodeView& v, std::string* why) {
+  try {
+    return a->prepare(v);
+  } catch (const Error& e) {
+    if (e.kind() != Error::Kind::Unsupported) throw;
+    *why += std::string(why->empty() ? "" : "; ") + a->name + ": " + e.what();
+    return nullptr;
+  }
+}
+}  // namespace
+
 Selection Selector::measure(const NodeView& v, const std::vector<const Algorithm*>& candidates) {
   // The candidates differ when on-request algorithms are ranked too (--precision bf16).
   std::string key = tuning_key(v);
   for (const std::string& a : spec_.also_rank) key += " +" + a;
+  std::string refused;
   if (const TuningEntry* e = cache_->find(key)) {
     for (const Algorithm* a : candidates)
-      if (e->algorithm == a->name) {
-        Selection s{a, a->prepare(v), "auto (cached)", e->ms};
-        return s;
-      }
+      if (e->algorithm == a->name)
+        if (std::unique_ptr<Kernel> k = try_prepare(a, v, &refused)) return Selection{a, std::move(k), "auto (cached)", e->ms};
   }
   // Random values for the non-constant inputs at their planned shapes.
   std::vector<Tensor> owned(v.in_types.size());
@@ -239,7 +253,8 @@ Selection Selector::measure(const NodeView& v, const std::vector<const Algorithm
   double best_ms = std::numeric_limits<double>::infinity();
   std::map<std::string, double> times;
   for (const Algorithm* a : candidates) {
-    std::unique_ptr<Kernel> k = a->prepare(v);
+    std::unique_ptr<Kernel> k = try_prepare(a, v, &refused);
+    if (!k) continue;
     const double ms = v.device >= 0 ? cuda::time_kernel(*k, v, inputs, cuda::host_inputs(v.node), v.device)
                                     : time_kernel(*k, v, inputs, pool_);
     times[a->name] = ms;
@@ -249,6 +264,7 @@ Selection Selector::measure(const NodeView& v, const std::vector<const Algorithm
       best.kernel = std::move(k);
     }
   }
+  if (!best.algorithm) return Selection{nullptr, nullptr, "reference (" + refused + ")", {}};
   best.source = "auto (measured)";
   best.measured_ms = times;
   cache_->put(key, TuningEntry{best.algorithm->name, times});
@@ -259,16 +275,15 @@ Selection Selector::choose_by_policy(const std::string& policy, const NodeView& 
                                      const std::vector<const Algorithm*>& candidates) {
   if (policy == "reference" || candidates.empty()) return Selection{nullptr, nullptr, policy, {}};
   if (policy == "auto" && candidates.size() > 1) return measure(v, candidates);
-  const Algorithm* best = candidates.front();
-  double best_ms = best->estimate_ms(v);
-  for (const Algorithm* a : candidates) {
-    const double ms = a->estimate_ms(v);
-    if (ms < best_ms) {
-      best_ms = ms;
-      best = a;
-    }
-  }
-  return Selection{best, best->prepare(v), policy == "auto" ? "auto (only candidate)" : "guess", {}};
+  // The lowest estimate first; the next when the library refuses it at prepare time.
+  std::vector<std::pair<double, const Algorithm*>> ranked;
+  for (const Algorithm* a : candidates) ranked.emplace_back(a->estimate_ms(v), a);
+  std::stable_sort(ranked.begin(), ranked.end(), [](auto& x, auto& y) { return x.first < y.first; });
+  std::string refused;
+  for (auto& [ms, a] : ranked)
+    if (std::unique_ptr<Kernel> k = try_prepare(a, v, &refused))
+      return Selection{a, std::move(k), policy == "auto" ? "auto (only candidate)" : "guess", {}};
+  return Selection{nullptr, nullptr, "reference (" + refused + ")", {}};
 }
 
 Selection Selector::select(const NodeView& v) {
@@ -313,8 +328,11 @@ Selection Selector::select(const NodeView& v) {
       continue;
     }
     const std::string r = a->supports(v);
-    if (r.empty()) return Selection{a, a->prepare(v), rule->size() == 1 ? "forced" : "preference", {}};
-    refused += std::string(refused.empty() ? "" : "; ") + name + ": " + r;
+    if (!r.empty()) {
+      refused += std::string(refused.empty() ? "" : "; ") + name + ": " + r;
+    } else if (std::unique_ptr<Kernel> k = try_prepare(a, v, &refused)) {
+      return Selection{a, std::move(k), rule->size() == 1 ? "forced" : "preference", {}};
+    }
   }
   fail(v.node.where() + ": no requested algorithm supports it (" + refused + ")");
 }
