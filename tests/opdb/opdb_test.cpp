@@ -346,15 +346,22 @@ TEST(Predictor, ExactRowsThenRegressorThenRoofline) {
     db.put(row("Relu", n, 8.0 * n / 1e7, "reused"));
     db.put(row("Relu", n, 8.0 * n / 1e7, "fresh"));
   }
-  ir::Graph relu = joule::testing::GraphBuilder()
-                       .input("x", DType::Float32, {1, 3000 * 64})
-                       .node("Relu", {"x"}, {"y"})
-                       .output("y")
-                       .build();
-  api::Prepared rp = api::prepare(relu, api::PrepareOptions::with_threads(1));
-  const predict::Prediction m = predict::Predictor(db).predict(*rp.session, "relu");
+  predict::Predictor whole(db);
+  // The prediction of a one-node graph: one layer, from a regressor.
+  auto one = [&](const std::string& op, std::vector<int64_t> shape, std::map<std::string, ir::Attribute> attrs = {}) {
+    ir::Graph g = joule::testing::GraphBuilder()
+                      .input("x", DType::Float32, std::move(shape))
+                      .node(op, {"x"}, {"y"}, std::move(attrs))
+                      .output("y")
+                      .build();
+    api::Prepared p = api::prepare(g, api::PrepareOptions::with_threads(1));
+    predict::Prediction r = whole.predict(*p.session, op);
+    EXPECT_EQ(r.layers.size(), 1u);
+    for (const predict::LayerPrediction& L : r.layers) EXPECT_EQ(L.source, "model") << op;
+    return r;
+  };
+  const predict::Prediction m = one("Relu", {1, 3000 * 64});
   ASSERT_EQ(m.layers.size(), 1u);
-  EXPECT_EQ(m.layers[0].source, "model");
   const double truth = m.layers[0].bytes / 1e7;
   EXPECT_NEAR(m.layers[0].latency_ms, truth, 0.3 * truth);
   EXPECT_GT(m.training_rows.at("Relu"), 8);
@@ -362,44 +369,22 @@ TEST(Predictor, ExactRowsThenRegressorThenRoofline) {
   // Eight times the largest row: the regressor corrects a roofline time rather than
   // predicting the time itself, so the prediction scales with the bytes (a tree of times
   // would give the largest row's).
-  ir::Graph big = joule::testing::GraphBuilder()
-                      .input("x", DType::Float32, {1, int64_t{1} << 25})
-                      .node("Relu", {"x"}, {"y"})
-                      .output("y")
-                      .build();
-  api::Prepared bp = api::prepare(big, api::PrepareOptions::with_threads(1));
-  const predict::Prediction b = predict::Predictor(db).predict(*bp.session, "big");
+  const predict::Prediction b = one("Relu", {1, int64_t{1} << 25});
   ASSERT_EQ(b.layers.size(), 1u);
-  EXPECT_EQ(b.layers[0].source, "model");
   const double big_truth = b.layers[0].bytes / 1e7;
   EXPECT_NEAR(b.layers[0].latency_ms, big_truth, 0.3 * big_truth);
 
   // An op type with no row: its family's regressor (element-wise: here the Relus, so it
   // predicts their rate), not the roofline bound.
-  ir::Graph neg = joule::testing::GraphBuilder()
-                      .input("x", DType::Float32, {1, 3000 * 64})
-                      .node("Neg", {"x"}, {"y"})
-                      .output("y")
-                      .build();
-  api::Prepared np = api::prepare(neg, api::PrepareOptions::with_threads(1));
-  const predict::Prediction n = predict::Predictor(db).predict(*np.session, "neg");
+  const predict::Prediction n = one("Neg", {1, 3000 * 64});
   ASSERT_EQ(n.layers.size(), 1u);
-  EXPECT_EQ(n.layers[0].source, "model");
   EXPECT_GT(n.training_rows.at("Neg"), 8);
   const double neg_truth = n.layers[0].bytes / 1e7;
   EXPECT_NEAR(n.layers[0].latency_ms, neg_truth, 0.3 * neg_truth);
 
   // A family with no row (pooling): the regressor of the whole store.
-  ir::Graph pool = joule::testing::GraphBuilder()
-                       .input("x", DType::Float32, {1, 16, 32, 32})
-                       .node("MaxPool", {"x"}, {"y"}, {{"kernel_shape", std::vector<int64_t>{2, 2}}})
-                       .output("y")
-                       .build();
-  api::Prepared pp = api::prepare(pool, api::PrepareOptions::with_threads(1));
-  predict::Predictor whole(db);
-  const predict::Prediction q = whole.predict(*pp.session, "pool");
+  const predict::Prediction q = one("MaxPool", {1, 16, 32, 32}, {{"kernel_shape", std::vector<int64_t>{2, 2}}});
   ASSERT_EQ(q.layers.size(), 1u);
-  EXPECT_EQ(q.layers[0].source, "model");
   EXPECT_GT(q.layers[0].latency_ms, 0);
   EXPECT_EQ(q.training_rows.at(q.layers[0].op_type), static_cast<int>(whole.rows()));
 }
