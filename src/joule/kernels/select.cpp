@@ -214,12 +214,13 @@ const std::vector<std::string>* AlgoSpec::rule_for(const ir::Node& n, const std:
 namespace {
 // a->prepare(v), or null when the algorithm's library refuses the node after supports() let it
 // through (oneDNN 2.6 creates no primitive for some shapes with some post-ops: a 1-D grouped
-// conv with a swish epilogue): the caller moves on to the next algorithm. `why` gets the refusal.
+// conv with a swish epilogue): the caller moves on to the next algorithm (on the CPU; the
+// reference kernel when none is left). `why` gets the refusal.
 std::unique_ptr<Kernel> try_prepare(const Algorithm* a, const NodeView& v, std::string* why) {
   try {
     return a->prepare(v);
   } catch (const Error& e) {
-    if (e.kind() != Error::Kind::Unsupported) throw;
+    if (e.kind() != Error::Kind::Unsupported || v.device >= 0) throw;  // (a GPU node has no CPU fallback here)
     *why += std::string(why->empty() ? "" : "; ") + a->name + ": " + e.what();
     return nullptr;
   }
