@@ -290,6 +290,7 @@ namespace {
 std::unique_ptr<runtime::Session> compile(const Model& m, const PredictOptions& o) {
   PrepareOptions p = prepare_options(o.threads, o.passes, o.algo);
   p.int8 = o.int8;
+  p.plan_only = true;  // the plan is what is predicted: no kernel is prepared
   return prepare(with_static_inputs(m, o.batch), p).session;
 }
 }  // namespace

@@ -73,14 +73,15 @@ std::unique_ptr<runtime::Session> bf16_ladder(const ir::Graph& g, const PrepareO
                                               runtime::SessionOptions& so, PrecisionReport& r) {
   runtime::SessionOptions check = so;
   check.release_packed_constants = false;  // the fp32 twins read the weights
+  check.plan_only = false;                 // the check runs it
   auto s = std::make_unique<runtime::Session>(ir::Graph(g), check);
   bool any = false;
   for (size_t i = 0; i < s->num_steps() && !any; ++i) any = on_bf16_kernel(s->step_node(i));
-  if (!any) return so.release_packed_constants ? nullptr : std::move(s);
+  if (!any) return so.release_packed_constants || so.plan_only ? nullptr : std::move(s);
   r.check_input = o.check_inputs.empty() ? "seeded random" : "given";
   r.layers = bf16_layer_sqnr(*s, o.check_inputs.empty() ? runtime::random_inputs(*s) : o.check_inputs);
   for (LayerPrecision& l : r.layers) l.fp32 = l.sqnr_db < o.bf16_min_sqnr_db;
-  if (r.fp32_layers() == 0 && !so.release_packed_constants) return s;
+  if (r.fp32_layers() == 0 && !so.release_packed_constants && !so.plan_only) return s;
   s.reset();
   keep_fp32(r, so.algo);
   return nullptr;
@@ -94,6 +95,7 @@ Prepared prepare(ir::Graph g, const PrepareOptions& o) {
   so.threads = o.threads;
   so.algo = o.algo.spec();
   so.release_packed_constants = o.release_packed;
+  so.plan_only = o.plan_only;
   so.device = cuda::parse_device(o.device);
   so.gpu_math = o.gpu_math;
   int8_algorithms(o.int8, so.algo);  // apply_passes lowers the QDQ patterns

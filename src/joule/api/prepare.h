@@ -38,6 +38,7 @@ struct PrepareOptions {
   // (runtime::SessionOptions::release_packed_constants). Memory drops only where nothing else
   // holds the model: pass it as an rvalue (prepare(Model&&), run, bench). Not with node replay.
   bool release_packed = false;
+  bool plan_only = false;  // runtime::SessionOptions::plan_only: what would run, nothing prepared
   static PrepareOptions with_threads(int n) {
     PrepareOptions p;
     p.threads = n;

@@ -94,12 +94,32 @@ const char* value_kind_name(ValueKind k) {
   return "tensor";
 }
 
-Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
-  const size_t bytes = checked_nbytes(dtype_, shape_);  // nothing larger than memory is attempted
-  size_t alloc = (bytes + 63) / 64 * 64;
-  if (alloc == 0) alloc = 64;
-  void* p = std::aligned_alloc(64, alloc);
+namespace {
+// 64-byte-aligned memory for `bytes` (at least 64), its size rounded up to 64 in *alloc.
+void* aligned_block(size_t bytes, size_t* alloc) {
+  *alloc = bytes == 0 ? 64 : (bytes + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, *alloc);
   if (!p) throw std::bad_alloc();
+  return p;
+}
+}  // namespace
+
+Tensor Tensor::uninitialized(DType dtype, Shape shape) {
+  JOULE_CHECK(dtype != DType::String, "Tensor::uninitialized: not for strings");
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  const size_t bytes = checked_nbytes(dtype, t.shape_);
+  size_t alloc = 0;
+  void* p = aligned_block(bytes, &alloc);
+  std::memset(static_cast<std::byte*>(p) + bytes, 0, alloc - bytes);
+  t.storage_ = std::shared_ptr<std::byte[]>(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
+  return t;
+}
+
+Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
+  size_t alloc = 0;
+  void* p = aligned_block(checked_nbytes(dtype_, shape_), &alloc);  // nothing larger than memory is attempted
   std::memset(p, 0, alloc);
   if (dtype_ == DType::String) {
     const int64_t n = numel();

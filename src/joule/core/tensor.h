@@ -38,7 +38,11 @@ const char* value_kind_name(ValueKind k);  // "tensor", "sequence", "optional"
 class Tensor {
  public:
   Tensor() = default;
-  Tensor(DType dtype, Shape shape);
+  Tensor(DType dtype, Shape shape);  // zero-filled
+  // Not filled (only the alignment padding past the data is zeroed), for a caller that writes
+  // every byte at once: a model's weights copied from the file skip a pass over (and the page
+  // faults of) hundreds of megabytes. Not for strings.
+  static Tensor uninitialized(DType dtype, Shape shape);
 
   template <class T>
   static Tensor scalar(T v) {

@@ -280,10 +280,12 @@ Selection Selector::choose_by_policy(const std::string& policy, const NodeView& 
   std::vector<std::pair<double, const Algorithm*>> ranked;
   for (const Algorithm* a : candidates) ranked.emplace_back(a->estimate_ms(v), a);
   std::stable_sort(ranked.begin(), ranked.end(), [](auto& x, auto& y) { return x.first < y.first; });
+  const char* source = policy == "auto" ? "auto (only candidate)" : "guess";
+  if (plan_only_) return Selection{ranked.front().second, nullptr, source, {}};
   std::string refused;
   for (auto& [ms, a] : ranked)
     if (std::unique_ptr<Kernel> k = try_prepare(a, v, &refused))
-      return Selection{a, std::move(k), policy == "auto" ? "auto (only candidate)" : "guess", {}};
+      return Selection{a, std::move(k), source, {}};
   return Selection{nullptr, nullptr, "reference (" + refused + ")", {}};
 }
 
@@ -331,6 +333,8 @@ Selection Selector::select(const NodeView& v) {
     const std::string r = a->supports(v);
     if (!r.empty()) {
       refused += std::string(refused.empty() ? "" : "; ") + name + ": " + r;
+    } else if (plan_only_) {
+      return Selection{a, nullptr, rule->size() == 1 ? "forced" : "preference", {}};
     } else if (std::unique_ptr<Kernel> k = try_prepare(a, v, &refused)) {
       return Selection{a, std::move(k), rule->size() == 1 ? "forced" : "preference", {}};
     }

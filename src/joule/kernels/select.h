@@ -54,6 +54,9 @@ class Selector {
   void check_targets(const ir::Graph& g) const;
   // Chooses and prepares. Throws BadInput naming the node when a forced algorithm refuses it.
   Selection select(const NodeView& v);
+  // Plan only: select() chooses without preparing (Selection::kernel null) where the policy
+  // allows (guess and rules; auto measures, so it prepares).
+  void set_plan_only(bool on) { plan_only_ = on; }
   // Persists new measurements (only when `auto` measured something).
   void save();
   std::string cache_problem() const;
@@ -66,6 +69,7 @@ class Selector {
   AlgoSpec spec_;
   ThreadPool& pool_;
   std::unique_ptr<TuningCache> cache_;
+  bool plan_only_ = false;
 };
 
 // Nodes whose input shapes are known only at run time (kernels/by_shape.cpp): `kByShape` labels

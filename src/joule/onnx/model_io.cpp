@@ -113,12 +113,13 @@ Tensor tensor_from_proto(const ::onnx::TensorProto& p, const std::string& base_d
     bools_01(t);
     return t;
   }
-  Tensor t(dt, shape);
   if (p.has_raw_data()) {
+    Tensor t = Tensor::uninitialized(dt, shape);  // every byte copied below
     if (nbytes) std::memcpy(t.raw(), p.raw_data().data(), nbytes);
     bools_01(t);
     return t;
   }
+  Tensor t(dt, shape);
   switch (dt) {
     case DType::Float32: copy_field<decltype(p.float_data()), float>(p.float_data(), t); break;
     case DType::Float64: copy_field<decltype(p.double_data()), double>(p.double_data(), t); break;

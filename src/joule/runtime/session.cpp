@@ -59,6 +59,7 @@ Session::Session(ir::Graph graph, SessionOptions options) : graph_(std::move(gra
   passes::require_supported(graph_, graph_.name.empty() ? "model" : graph_.name);
   passes::infer_shapes(graph_, options.input_shapes);
   device_ = options.device;
+  plan_only_ = options.plan_only;
   if (device_ >= 0) {
     const std::string& math = options.gpu_math;
     if (math != "fp32" && math != "tf32") fail("--gpu-math " + math + ": expected fp32 or tf32");
@@ -246,6 +247,7 @@ void Session::plan_activations(const std::vector<int>& last) {
   std::vector<PlannedValue> on_gpu = values;
   for (size_t s = 0; s < values.size(); ++s) (slot_device_[s] < 0 ? on_gpu[s] : values[s]).bytes = 0;
   plan_ = plan_memory(values);
+  if (plan_only_) return;
   if (plan_.arena_bytes > 0) arena_ = Tensor(DType::UInt8, {static_cast<int64_t>(plan_.arena_bytes)});
   if (device_ < 0) return;
   device_plan_ = plan_memory(on_gpu, 256);
@@ -263,6 +265,7 @@ bool Session::in_arena(const Tensor& t) const {
 
 void Session::choose_kernels(const kernels::AlgoSpec& spec, bool release_packed) {
   kernels::Selector selector(spec, *pool_);
+  selector.set_plan_only(plan_only_);
   selector.check_targets(graph_);
   if (std::string p = selector.cache_problem(); !p.empty()) std::fprintf(stderr, "warning: %s\n", p.c_str());
   // Uses of each constant slot not yet prepared, and whether a prepared one reads it at run time.
@@ -345,6 +348,7 @@ void Session::check_input(const std::string& name, const Tensor& t) const {
 }
 
 TensorMap Session::run(const TensorMap& inputs) {
+  if (plan_only_) fail_internal("this session is a plan only (SessionOptions::plan_only): it does not run");
   std::vector<Tensor> slots = constant_slots_;
   LiveBytes live;
   for (auto& [name, t] : inputs) {

@@ -57,6 +57,11 @@ struct SessionOptions {
   // from then on (one launch instead of one per node), except while observers are attached.
   // JOULE_CUDA_GRAPHS=0 in the environment turns it off (A/B timings).
   bool cuda_graphs = true;
+  // A plan only, for saying what a session would run (joule predict): passes, the algorithm of
+  // every node (by estimate; an `auto` policy still measures) and the memory plan, but no
+  // kernel prepared (no weights packed) and no arena. run() refuses it. (The algorithm a
+  // library would refuse at prepare time -- kernels/select.cpp try_prepare -- is not asked.)
+  bool plan_only = false;
 };
 
 using TensorMap = std::map<std::string, Tensor>;
@@ -140,6 +145,7 @@ class Session {
   std::vector<ir::TensorType> slot_type_;  // static type of planned slots
   Tensor arena_;
   int device_ = -1;
+  bool plan_only_ = false;
   int gpu_nodes_ = 0, copy_nodes_ = 0;
   std::vector<int> slot_device_;           // where each slot's value lives (-1 host)
   std::vector<Tensor> device_constants_;  // GPU copies of constants GPU nodes read, by slot
