@@ -16,6 +16,7 @@
 #include "joule/opdb/collect.h"
 #include "joule/predict/predictor.h"
 #include "joule/profile/cpu_peak.h"
+#include "joule/runtime/inputs.h"
 
 namespace fs = std::filesystem;
 using namespace joule;
@@ -269,6 +270,21 @@ TEST(OpdbSweep, ShippedConfigExpandsAndBadConfigsNameTheLine) {
   const std::string p = (dir / "c.yaml").string();
   EXPECT_EQ(opdb::sweep_cases(opdb::load_sweep_config(p), "quick").size(), 4u);
   EXPECT_EQ(opdb::sweep_cases(opdb::load_sweep_config(p), "sanity").size(), 1u);
+}
+
+// What predict compiles: the plan a full session runs (the same steps on the same algorithms),
+// nothing prepared, and it refuses to run.
+TEST(Predictor, PlanOnlySessionHasTheFullPlanAndDoesNotRun) {
+  api::Prepared full = api::prepare(small_cnn(), api::PrepareOptions::with_threads(1));
+  api::PrepareOptions o = api::PrepareOptions::with_threads(1);
+  o.plan_only = true;
+  api::Prepared plan = api::prepare(small_cnn(), o);
+  ASSERT_EQ(plan.session->num_steps(), full.session->num_steps());
+  for (size_t i = 0; i < full.session->num_steps(); ++i)
+    EXPECT_EQ(plan.session->step_node(i).meta["software"].value("algorithm", ""),
+              full.session->step_node(i).meta["software"].value("algorithm", ""))
+        << full.session->step_node(i).name;
+  EXPECT_THROW(plan.session->run(runtime::random_inputs(*full.session)), Error);
 }
 
 TEST(Predictor, ExactRowsThenRegressorThenRoofline) {
