@@ -4,6 +4,8 @@
 #include <limits>
 #include <set>
 
+#include "joule/core/dtype.h"
+
 namespace joule::predict {
 
 namespace {
@@ -39,14 +41,10 @@ double elements(const std::vector<int64_t>& d) {
   return n;
 }
 
-// Bytes of an element of a type string's dtype: its name's trailing bits ("float32", "uint8",
-// "bfloat16"), one byte for bool.
-double element_bytes(const std::string& type) {
-  size_t end = type.find('[');
-  if (end == std::string::npos) end = type.size();
-  size_t b = end;
-  while (b > 0 && std::isdigit(static_cast<unsigned char>(type[b - 1]))) --b;
-  return b == end ? 1 : std::stod(type.substr(b, end - b)) / 8;
+// Bytes of an element of a type string's dtype ("const float32[64,3,7,7]": 4); 0 when unknown.
+double element_bytes(std::string type) {
+  if (type.starts_with("const ")) type.erase(0, 6);
+  return static_cast<double>(dtype_size(dtype_from_name(type.substr(0, type.find('[')))));
 }
 
 float activation_kind(const nlohmann::json& attrs) {

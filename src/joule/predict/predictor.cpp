@@ -65,8 +65,15 @@ struct Predictor::Impl {
   PredictorOptions o;
   std::string store_path;
   std::map<std::string, Entry> entries;
-  std::map<std::string, std::vector<const Entry*>> by_type;
-  std::map<std::string, std::optional<Regressor>> models;  // "regime|family F", "regime|*" (every row)
+  std::vector<const Entry*> all;
+  std::map<float, std::vector<const Entry*>> by_family;
+  // A regressor (none below min_rows) and the rows it learned from, per "regime|family F" and
+  // "regime|*" (every row).
+  struct Trained {
+    std::optional<Regressor> r;
+    size_t rows = 0;
+  };
+  std::map<std::string, Trained> models;
   std::unique_ptr<profile::energy::EnergyMeter> estimator;
 
   // What the regressor corrects: the roofline time at the measured FP32 peak and bandwidth,
@@ -102,51 +109,35 @@ struct Predictor::Impl {
   // an op type few models use borrows its family's rows), or -- for a family with fewer than
   // min_rows rows -- the one trained on every row of the store (op type and family among its
   // features); trained on first use, nullptr when even the store has too few rows.
-  const Regressor* model(const std::string& op_type, const std::string& regime) {
+  const Trained* model(const std::string& op_type, const std::string& regime) {
     const float fam = family(op_type);
-    auto [it, fresh] = by_family.try_emplace(fam);
-    if (fresh)
-      for (const Entry* e : all)
-        if (family(e->key.op_type) == fam) it->second.push_back(e);
-    const std::string id = fmt::format("{}|family {}", regime, fam);
-    auto n = usable_rows.find(id);
-    if (n == usable_rows.end()) n = usable_rows.emplace(id, usable(it->second, regime).size()).first;
-    return n->second >= static_cast<size_t>(o.min_rows) ? trained(id, it->second, regime)
-                                                        : trained(regime + "|*", all, regime);
+    auto it = by_family.find(fam);
+    const Trained& f = trained(fmt::format("{}|family {}", regime, fam), it == by_family.end() ? no_rows : it->second, regime);
+    if (f.r) return &f;
+    const Trained& w = trained(regime + "|*", all, regime);
+    return w.r ? &w : nullptr;
   }
-  std::vector<const Entry*> usable(const std::vector<const Entry*>& rows, const std::string& regime) const {
-    std::vector<const Entry*> u;
-    for (const Entry* e : rows)
-      if (const double v = pick(e->ms, regime); std::isfinite(v) && v > 0) u.push_back(e);
-    return u;
-  }
-  const Regressor* trained(const std::string& id, const std::vector<const Entry*>& rows, const std::string& regime) {
+  const std::vector<const Entry*> no_rows;
+  const Trained& trained(const std::string& id, const std::vector<const Entry*>& rows, const std::string& regime) {
     auto it = models.find(id);
-    if (it == models.end()) {
-      std::optional<Regressor> r;
-      const std::vector<const Entry*> u = usable(rows, regime);
-      if (u.size() >= static_cast<size_t>(o.min_rows)) {
-        std::vector<std::vector<float>> X;
-        std::vector<float> y;
-        for (const Entry* e : u) {
-          X.push_back(row(e->key, e->algorithm, e->flops, e->bytes, e->threads));
-          y.push_back(static_cast<float>(std::log(pick(e->ms, regime) / base_ms(e->flops, e->bytes, e->threads))));
-        }
-        RegressorParams p;
-        p.rounds = 150;
-        p.max_depth = 5;
-        r = Regressor::train(X, y, p);
+    if (it != models.end()) return it->second;
+    Trained t;
+    std::vector<std::vector<float>> X;
+    std::vector<float> y;
+    for (const Entry* e : rows)
+      if (const double ms = pick(e->ms, regime); std::isfinite(ms) && ms > 0) {
+        X.push_back(row(e->key, e->algorithm, e->flops, e->bytes, e->threads));
+        y.push_back(static_cast<float>(std::log(ms / base_ms(e->flops, e->bytes, e->threads))));
       }
-      model_rows[id] = u.size();
-      it = models.emplace(id, std::move(r)).first;
+    t.rows = X.size();
+    if (t.rows >= static_cast<size_t>(o.min_rows)) {
+      RegressorParams p;
+      p.rounds = 150;
+      p.max_depth = 5;
+      t.r = Regressor::train(X, y, p);
     }
-    last_rows = model_rows[id];
-    return it->second ? &*it->second : nullptr;
+    return models.emplace(id, std::move(t)).first->second;
   }
-  std::vector<const Entry*> all;
-  std::map<float, std::vector<const Entry*>> by_family;
-  std::map<std::string, size_t> model_rows, usable_rows;  // model id -> rows it learned from, could learn from
-  size_t last_rows = 0;                       // of the regressor model() last returned
 
   // A layer's time in one regime: exact row, else the regressor, else nullopt.
   struct Value {
@@ -163,10 +154,10 @@ struct Predictor::Impl {
       v.ms = pick(it->second.ms, regime);
       v.source = "exact";
       if (const double e = pick(it->second.energy_j, regime); std::isfinite(e)) v.energy_j = e;
-    } else if (const Regressor* r = model(key.op_type, regime)) {
-      v.ms = base_ms(flops, bytes, threads) * std::exp(r->predict(row(key, algorithm, flops, bytes, threads)));
+    } else if (const Trained* t = model(key.op_type, regime)) {
+      v.ms = base_ms(flops, bytes, threads) * std::exp(t->r->predict(row(key, algorithm, flops, bytes, threads)));
       v.source = "model";
-      v.rows = last_rows;
+      v.rows = t->rows;
     }
     return v;
   }
@@ -196,14 +187,15 @@ Predictor::Predictor(const opdb::Store& db, PredictorOptions o) : impl_(std::mak
     }
   }
   for (auto& [id, e] : impl_->entries) {
-    impl_->by_type[e.key.op_type].push_back(&e);
     impl_->all.push_back(&e);
+    impl_->by_family[family(e.key.op_type)].push_back(&e);
     impl_->algo_index.emplace(e.algorithm, 0);
+    impl_->op_index.emplace(e.key.op_type, 0);
   }
-  int i = 0;
-  for (auto& [a, index] : impl_->algo_index) index = i++;
-  i = 0;
-  for (auto& [t, rows] : impl_->by_type) impl_->op_index[t] = i++;
+  for (auto* m : {&impl_->algo_index, &impl_->op_index}) {
+    int i = 0;
+    for (auto& [name, index] : *m) index = i++;
+  }
   try {
     impl_->estimator = profile::energy::open_meter("estimate");
   } catch (const Error&) {
