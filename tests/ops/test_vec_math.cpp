@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstdio>
 
+#include "joule/core/cpu_features.h"
 #include "joule/ops/vec_math.h"
+#include "joule/ops/vec_sigmoid.h"
 #include "ops/test_nn_util.h"
 #include "test_tensors.h"
 
@@ -121,6 +123,57 @@ TEST(VecMath, SpecialValues) {
                             +[](float x) { return vec::tanh(x); }, +[](float x) { return vec::softplus(x); },
                             +[](float x) { return vec::erf(x); }})
     EXPECT_TRUE(std::isnan(f(nan)));
+}
+
+// The AVX-512 spans of ops/vec_sigmoid.h against float64: sigmoid and SiLU over the range, with
+// the bias and residual added first, every tail length, in place, and the special values.
+TEST(VecMath, SigmoidAvx512SpansWithinStatedError) {
+  if (!cpu_features().avx512) GTEST_SKIP() << "no AVX-512 on this CPU (" << cpu_features().isa << ")";
+  std::vector<float> x;
+  for (double v = -80; v <= 80; v += 0.0003) x.push_back(static_cast<float>(v));
+  std::vector<float> sig(x.size()), silu(x.size());
+  vec::sigmoid_avx512(x.data(), sig.data(), static_cast<int64_t>(x.size()), false);
+  vec::sigmoid_avx512(x.data(), silu.data(), static_cast<int64_t>(x.size()), true);
+  double worst_sig = 0, worst_silu = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double xd = x[i], s = 1 / (1 + std::exp(-xd));
+    worst_sig = std::max(worst_sig, rel_err(sig[i], s));
+    if (xd != 0) worst_silu = std::max(worst_silu, rel_err(silu[i], xd * s));
+  }
+  EXPECT_LT(worst_sig, 4e-7);
+  EXPECT_LT(worst_silu, 5e-7);
+  // v = x + add + res, every length 0..40 (the masked tail), in place.
+  for (int64_t n = 0; n <= 40; ++n) {
+    std::vector<float> a(static_cast<size_t>(n)), r(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      a[static_cast<size_t>(i)] = static_cast<float>(i) * 0.37f - 7.f;
+      r[static_cast<size_t>(i)] = static_cast<float>(i % 5) - 2.f;
+    }
+    std::vector<float> y = a;
+    y.push_back(123.f);  // past the end: untouched
+    vec::sigmoid_avx512(y.data(), y.data(), n, true, 0.5f, r.data());
+    for (int64_t i = 0; i < n; ++i) {
+      const double v = static_cast<double>(a[static_cast<size_t>(i)] + 0.5f) + r[static_cast<size_t>(i)];
+      EXPECT_NEAR(y[static_cast<size_t>(i)], v / (1 + std::exp(-v)), 5e-7 * std::abs(v) + 1e-30) << "n=" << n << " i=" << i;
+    }
+    EXPECT_EQ(y.back(), 123.f);
+  }
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  const float in[6] = {inf, -inf, nan, 0.f, -100.f, 100.f};
+  float s[6], l[6];
+  vec::sigmoid_avx512(in, s, 6, false);
+  vec::sigmoid_avx512(in, l, 6, true);
+  EXPECT_EQ(s[0], 1.f);
+  EXPECT_EQ(s[1], 0.f);
+  EXPECT_TRUE(std::isnan(s[2]));
+  EXPECT_EQ(s[3], 0.5f);
+  EXPECT_GT(s[4], 0.f);  // e^-100, subnormal, not flushed
+  EXPECT_LT(s[4], 1e-43f);
+  EXPECT_EQ(s[5], 1.f);
+  EXPECT_EQ(l[0], inf);
+  EXPECT_TRUE(std::isnan(l[1]));  // -inf * 0, as PyTorch's x * sigmoid(x)
+  EXPECT_TRUE(std::isnan(l[2]));
+  EXPECT_EQ(l[3], 0.f);
 }
 
 TEST(VecMath, GeluOpFloat32) {

@@ -7,6 +7,7 @@
 
 #include "joule/core/cpu_features.h"
 #include "joule/core/error.h"
+#include "joule/ops/vec_sigmoid.h"
 
 namespace joule::kernels {
 
@@ -42,7 +43,10 @@ void finish_base(float* y, const float* res, int64_t n, float bias, float alpha,
 }
 template <Activation A, bool R>
 JOULE_AVX512 void finish_avx512(float* y, const float* res, int64_t n, float bias, float alpha, float beta) {
-  finish_body<A, R>(y, res, n, bias, alpha, beta);
+  if constexpr (A == Activation::kSigmoid || A == Activation::kSilu)
+    ops::vec::sigmoid_avx512(y, y, n, A == Activation::kSilu, bias, R ? res : nullptr);
+  else
+    finish_body<A, R>(y, res, n, bias, alpha, beta);
 }
 constexpr size_t kActs = static_cast<size_t>(Activation::kHardSwish) + 1;
 template <bool R, size_t... I>

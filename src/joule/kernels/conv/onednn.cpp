@@ -52,8 +52,10 @@ class OnednnConv : public ConvKernel {
       case Activation::kRelu: after_.act = MatMulAct::kRelu; break;
       case Activation::kLeakyRelu: po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, ep.alpha, 0.f); break;
       case Activation::kClip: after_ = {MatMulAct::kClip, ep.alpha, ep.beta}; break;
-      case Activation::kSigmoid: po.append_eltwise(1.f, dnnl::algorithm::eltwise_logistic, 0.f, 0.f); break;
-      case Activation::kSilu: po.append_eltwise(1.f, dnnl::algorithm::eltwise_swish, 1.f, 0.f); break;
+      // oneDNN 2.6's logistic and swish post-ops cost ~0.38 ns per value here, the pass after the
+      // primitive (ops/vec_sigmoid.h) less (EfficientNet-B0: BENCHMARKS.md).
+      case Activation::kSigmoid: after_.act = MatMulAct::kSigmoid; break;
+      case Activation::kSilu: after_.act = MatMulAct::kSilu; break;
       case Activation::kHardSwish: po.append_eltwise(1.f, dnnl::algorithm::eltwise_hardswish, 0.f, 0.f); break;
     }
     dnnl::primitive_attr attr;

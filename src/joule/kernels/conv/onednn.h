@@ -7,7 +7,9 @@
 // post-op) and activation (eltwise post-op) are fused into the primitive, except ReLU and Clip:
 // oneDNN 2.6's post-ops for those turn NaN into the bound (vmaxps/vminps with the NaN first; tried:
 // eltwise_relu with alpha = 0, eltwise_clip, eltwise_clip_v2, binary_max/min), so they run as a
-// pass over the output after the primitive (matmul_activate), which keeps NaN as PyTorch does. `bf16`: the primitive
+// pass over the output after the primitive (matmul_activate), which keeps NaN as PyTorch does;
+// so do Sigmoid and SiLU, whose oneDNN post-ops (about 0.38 ns per value here) cost more than
+// joule's pass (ops/vec_sigmoid.h: EfficientNet-B0 0.93-0.96x the time). `bf16`: the primitive
 // multiplies in bfloat16 (AVX512-BF16 / AMX) and sums in float32; the float32 source is
 // converted at every run, the weights once, and bias, post-ops and output stay float32.
 #include <dnnl.hpp>

@@ -6,6 +6,7 @@
 #include "joule/core/cpu_features.h"
 #include "joule/kernels/eltwise/eltwise.h"
 #include "joule/ops/vec_math.h"
+#include "joule/ops/vec_sigmoid.h"
 
 namespace joule::kernels {
 
@@ -76,11 +77,20 @@ JOULE_ALWAYS_INLINE void activate_body(MatMulAct act, float a, float b, float* y
     case MatMulAct::kGelu:
       for (int64_t i = 0; i < n; ++i) y[i] = ops::vec::gelu_erf(y[i]);
       return;
+    case MatMulAct::kSigmoid:
+      for (int64_t i = 0; i < n; ++i) y[i] = ops::vec::sigmoid(y[i]);
+      return;
+    case MatMulAct::kSilu:
+      for (int64_t i = 0; i < n; ++i) y[i] = y[i] * ops::vec::sigmoid(y[i]);
+      return;
   }
 }
 void activate(MatMulAct act, float a, float b, float* y, int64_t n) { activate_body(act, a, b, y, n); }
 JOULE_AVX512 void activate_avx512(MatMulAct act, float a, float b, float* y, int64_t n) {
-  activate_body(act, a, b, y, n);
+  if (act == MatMulAct::kSigmoid || act == MatMulAct::kSilu)
+    ops::vec::sigmoid_avx512(y, y, n, act == MatMulAct::kSilu);
+  else
+    activate_body(act, a, b, y, n);
 }
 
 }  // namespace

@@ -10,7 +10,8 @@
 
 namespace joule::kernels {
 
-enum class MatMulAct { kNone, kRelu, kLeakyRelu, kClip, kGelu };
+// kSigmoid and kSilu: only as the oneDNN convolution's pass after its primitive (kernels/conv/onednn.cpp).
+enum class MatMulAct { kNone, kRelu, kLeakyRelu, kClip, kGelu, kSigmoid, kSilu };
 
 struct MatMulEpilogue {
   MatMulAct act = MatMulAct::kNone;
@@ -26,7 +27,7 @@ std::string read_matmul_epilogue(const NodeView& v, int64_t n, MatMulEpilogue* e
 
 // y[r, :] = bias + z[r, :] for `rows` rows of `n` (either may be null: 0 then).
 void matmul_prefill(float* y, const float* bias, const float* z, int64_t rows, int64_t n);
-// y = act(y) over `count` values, vectorised (ops/vec_math.h's erf GELU).
+// y = act(y) over `count` values, vectorised (ops/vec_math.h's erf GELU, ops/vec_sigmoid.h).
 void matmul_activate(const MatMulEpilogue& e, float* y, int64_t count, ThreadPool& pool);
 // Time of the SGEMM kernels' extra passes over `count` outputs, for `guess`.
 double matmul_epilogue_ms(const MatMulEpilogue& e, double count, int threads);

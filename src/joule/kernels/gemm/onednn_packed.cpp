@@ -94,6 +94,8 @@ dnnl::primitive_attr epilogue_attr(const MatMulEpilogue& ep) {
     case MatMulAct::kLeakyRelu: po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, ep.alpha, 0.f); break;
     case MatMulAct::kClip: break;  // after the primitive
     case MatMulAct::kGelu: po.append_eltwise(1.f, dnnl::algorithm::eltwise_gelu_erf, 0.f, 0.f); break;
+    case MatMulAct::kSigmoid:
+    case MatMulAct::kSilu: fail_internal("FusedMatMul has no Sigmoid or SiLU epilogue");
   }
   dnnl::primitive_attr attr;
   attr.set_post_ops(po);

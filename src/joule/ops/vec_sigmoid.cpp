@@ -1,0 +1,63 @@
+#include "joule/ops/vec_sigmoid.h"
+
+#include <immintrin.h>
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12 on the intrinsics' _mm512_undefined_ps
+#endif
+
+#include "joule/ops/vec_math.h"
+
+namespace joule::ops::vec {
+namespace {
+
+// 1 / (1 + e^-x) for 16 lanes from e = e^-|x|, t = max(-|x|, -104): n = round(t / ln 2),
+// r = t - n ln 2 in two steps (as vec_math.h), e^r by a degree-5 polynomial (a relative
+// minimax fit on |r| <= ln2 / 2: 7.5e-8 in exact arithmetic), 2^n by vscalefps (exact, with
+// subnormals and 0). 1 + e is in [1, 2]: vrcp14ps (14 bits) and a Newton step give its
+// reciprocal; x < 0 takes e / (1 + e). NaN passes through every step (max returns its second
+// operand when one is NaN).
+JOULE_AVX512 JOULE_ALWAYS_INLINE __m512 sigmoid16(__m512 x) {
+  __m512 t = _mm512_or_ps(x, _mm512_set1_ps(-0.f));  // -|x|
+  t = _mm512_max_ps(_mm512_set1_ps(-104.f), t);
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(t, _mm512_set1_ps(1.4426950408889634f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), t);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.4286068203094173e-06f), r);
+  __m512 p = _mm512_set1_ps(8.2976539134e-03f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1915381928e-02f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6667574746e-01f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.9998894852e-01f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(9.9999969199e-01f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0000000717e+00f));
+  const __m512 e = _mm512_scalef_ps(p, n);  // e^-|x|
+  const __m512 d = _mm512_add_ps(e, _mm512_set1_ps(1.f));
+  __m512 s = _mm512_rcp14_ps(d);
+  s = _mm512_mul_ps(s, _mm512_fnmadd_ps(d, s, _mm512_set1_ps(2.f)));
+  return _mm512_mask_mul_ps(s, _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ), s, e);
+}
+
+template <bool Silu, bool Res>
+JOULE_AVX512 JOULE_ALWAYS_INLINE void one16(const float* x, float* y, const float* res, __m512 add, __mmask16 m) {
+  __m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(m, x), add);
+  if constexpr (Res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, res));
+  const __m512 s = sigmoid16(v);
+  _mm512_mask_storeu_ps(y, m, Silu ? _mm512_mul_ps(v, s) : s);
+}
+
+template <bool Silu, bool Res>
+JOULE_AVX512 void span(const float* x, float* y, int64_t n, float add, const float* res) {
+  const __m512 a = _mm512_set1_ps(add);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) one16<Silu, Res>(x + i, y + i, Res ? res + i : nullptr, a, 0xFFFF);
+  if (i < n) one16<Silu, Res>(x + i, y + i, Res ? res + i : nullptr, a, static_cast<__mmask16>((1u << (n - i)) - 1));
+}
+
+}  // namespace
+
+void sigmoid_avx512(const float* x, float* y, int64_t n, bool silu, float add, const float* res) {
+  if (silu) return res ? span<true, true>(x, y, n, add, res) : span<true, false>(x, y, n, add, res);
+  return res ? span<false, true>(x, y, n, add, res) : span<false, false>(x, y, n, add, res);
+}
+
+}  // namespace joule::ops::vec
