@@ -4,9 +4,13 @@
 // per-channel weight scales, saturation at both ends and rounding ties.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
+#include <vector>
 
+#include "joule/ops/quantize_util.h"
 #include "op_test_util.h"
 
 using namespace joule;
@@ -197,4 +201,56 @@ TEST(IntOps, RequantizationRoundsTiesToEven) {
   ASSERT_EQ(y[0].dtype(), DType::UInt8);
   const uint8_t want[] = {10, 12, 12, 10, 74};
   for (int i = 0; i < 5; ++i) EXPECT_EQ(y[0].data<uint8_t>()[i], want[i]) << i;
+}
+
+// quant::quantize_values (AVX-512: a multiply by 1/s, dividing only near a half-integer) gives
+// the codes of the division ONNX and ONNX Runtime define, bit for bit: random values, exact and
+// nearly exact ties (k + 0.5) s, values past the code range, +-inf, NaN, folded clamps, every
+// tail length, and scales whose reciprocal is inexact (0.1, 1/3, 0.0078...) or not normal.
+template <class Q>
+Q quantize_by_division(float x, float s, float z, float lo, float hi) {
+  x = x < lo ? lo : x;
+  x = x > hi ? hi : x;
+  if (std::isnan(x)) return std::numeric_limits<Q>::min();
+  const double q = std::nearbyint(static_cast<double>(x / s)) + z;  // x / s in float, ties to even
+  return static_cast<Q>(std::clamp(q, static_cast<double>(std::numeric_limits<Q>::min()),
+                                   static_cast<double>(std::numeric_limits<Q>::max())));
+}
+
+template <class Q>
+void check_quantize_values(uint32_t seed) {
+  std::mt19937 rng(seed);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float s : {0.1f, 1.f / 3, 0.0078125f, 0.0123457f, 2.5f, 1e-3f, 7.3e-6f, 1e-39f, 3e38f}) {
+    for (float z : {0.f, 3.f, 128.f, -7.f}) {
+      if (z < static_cast<float>(std::numeric_limits<Q>::min()) || z > static_cast<float>(std::numeric_limits<Q>::max())) continue;
+      std::vector<float> x;
+      std::uniform_real_distribution<float> u(-300.f, 300.f);
+      std::uniform_int_distribution<int> k(-300, 300);
+      for (int i = 0; i < 3000; ++i) {
+        x.push_back(u(rng) * s);
+        const float tie = (static_cast<float>(k(rng)) + 0.5f) * s;  // exactly or nearly a tie
+        x.push_back(tie);
+        x.push_back(std::nextafter(tie, inf));
+        x.push_back(std::nextafter(tie, -inf));
+      }
+      for (float v : {inf, -inf, std::nanf(""), 0.f, -0.f, 1e30f, -1e30f, 4e6f * s, -4e6f * s}) x.push_back(v);
+      for (float lo : {-inf, 0.f})
+        for (int64_t n : {static_cast<int64_t>(x.size()), int64_t{1}, int64_t{15}, int64_t{17}, int64_t{33}}) {
+          const float hi = lo == 0.f ? 6.f : inf;
+          std::vector<Q> got(static_cast<size_t>(n) + 1, Q{42});
+          joule::ops::quant::quantize_values<Q>(x.data(), got.data(), n, s, z, lo, hi);
+          for (int64_t i = 0; i < n; ++i)
+            ASSERT_EQ(+got[static_cast<size_t>(i)], +quantize_by_division<Q>(x[static_cast<size_t>(i)], s, z, lo, hi))
+                << "x=" << x[static_cast<size_t>(i)] << " s=" << s << " z=" << z << " clamp " << lo << ".." << hi;
+          EXPECT_EQ(got.back(), Q{42});  // nothing written past n
+        }
+    }
+  }
+}
+
+TEST(IntOps, QuantizeValuesEqualTheDivisionBitForBit) {
+  check_quantize_values<uint8_t>(1);
+  check_quantize_values<int8_t>(2);
+  check_quantize_values<int16_t>(3);
 }
