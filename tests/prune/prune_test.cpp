@@ -237,6 +237,34 @@ TEST(Prune, SensitivityPrunesOneLayerAtATime) {
   EXPECT_NE(r.table.find("SQNR@0.5"), std::string::npos);
 }
 
+// A graph copy shares its initializers' storage: pruning the copy (unstructured pruning zeroes
+// weights in place) must leave the original whole, or a sensitivity scan prunes cumulatively.
+TEST(Prune, PruningACopyLeavesTheOriginalsWeights) {
+  const ir::Graph fresh = chain();
+  ir::Graph g = chain();
+  ir::Graph p = g;
+  prune::PruneOptions o;
+  o.structured = false;
+  o.ratio = 0.6;
+  prune::prune_graph(p, o);
+  for (auto& [name, t] : fresh.initializers) {
+    const Tensor& now = g.initializers.at(name);
+    ASSERT_EQ(now.numel(), t.numel()) << name;
+    for (int64_t i = 0; i < t.numel(); ++i) ASSERT_EQ(now.data<float>()[i], t.data<float>()[i]) << name << " " << i;
+  }
+  api::PruneSensitivityOptions so;
+  so.structured = false;
+  so.ratios = {0.5, 0.9};
+  so.samples = 4;
+  const api::Model m(chain(), "", "chain");
+  const nlohmann::json a = api::prune_sensitivity(m, so).json, b = api::prune_sensitivity(m, so).json;
+  EXPECT_EQ(a["layers"], b["layers"]);  // the same scan twice: nothing carried over
+  for (const auto& l : a["layers"])
+    EXPECT_TRUE(l["ratios"]["0.5"]["sqnr_db"].is_number() && l["ratios"]["0.5"]["sqnr_db"].get<double>() >
+                                                                   l["ratios"]["0.9"]["sqnr_db"].get<double>())
+        << l["node"];
+}
+
 TEST(Prune, ConfigRulesSetPerLayerRatiosAndSkips) {
   const ir::Graph g = chain();
   const prune::PruneConfig c = prune::PruneConfig::parse(R"(

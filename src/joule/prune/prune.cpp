@@ -350,6 +350,7 @@ void unstructured(ir::Graph& g, const PruneOptions& o, PruneReport& rep) {
   std::mt19937 rng(o.seed);
   for (auto& [w, n] : weights) {
     Tensor& t = g.initializers.at(w);
+    t = t.clone();  // a copied graph shares its tensors' storage with the original: prune a copy of its own
     float* p = t.data<float>();
     LayerPruning lp{n->name, n->op_type, count_nz(t), 0, ""};
     const int64_t total = t.numel();
