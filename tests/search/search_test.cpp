@@ -151,6 +151,16 @@ TEST(SearchSpace, CandidatesOnTheBundledModel) {
   EXPECT_EQ(d.key(x).size(), d.variables().size() + 1);  // one character per variable and the '|'
   x[0] = 9;
   EXPECT_THROW(d.candidate(x), Error);
+  // prune_layers keeps the groups whose first conv it matches, and refuses a match of none.
+  const std::string first_group = d.variables()[first_prune].name;
+  const search::SearchSpace only = search::SearchSpace::parse(
+      "precision: [int8]\nprune: [0, 0.25]\nprune_layers: {name: \"" + first_group + "\"}\n", "only.yaml");
+  const search::Decisions d1(only, m.graph(), q.graph, q.plan.choices);
+  ASSERT_EQ(d1.variables().size(), 1u);
+  EXPECT_EQ(d1.variables()[0].name, first_group);
+  const search::SearchSpace none =
+      search::SearchSpace::parse("precision: [int8]\nprune: [0, 0.25]\nprune_layers: {regex: nothing_is_named_so}\n", "none.yaml");
+  EXPECT_THROW(search::Decisions(none, m.graph(), q.graph, q.plan.choices), Error);
 }
 
 TEST(SearchOptimizer, RespectsTheBudgetAndIsSeeded) {

@@ -61,6 +61,15 @@ double cold_share(double weight_bytes, double llc_bytes) {
   return std::clamp((weight_bytes / llc_bytes - 0.25) / 0.5, 0.0, 1.0);
 }
 
+// A regressor (none below min_rows) and the number of rows it learned from. (At namespace scope:
+// clang refuses a nested struct's default member initializer inside the enclosing class's map.)
+namespace {
+struct Trained {
+  std::optional<Regressor> r;
+  size_t rows = 0;
+};
+}  // namespace
+
 struct Predictor::Impl {
   PredictorOptions o;
   std::string store_path;
@@ -69,10 +78,6 @@ struct Predictor::Impl {
   std::map<float, std::vector<const Entry*>> by_family;
   // A regressor (none below min_rows) and the rows it learned from, per "regime|family F" and
   // "regime|*" (every row).
-  struct Trained {
-    std::optional<Regressor> r;
-    size_t rows = 0;
-  };
   std::map<std::string, Trained> models;
   std::unique_ptr<profile::energy::EnergyMeter> estimator;
 

@@ -101,6 +101,8 @@ SearchSpace SearchSpace::parse(const std::string& text, const std::string& sourc
           }
           std::set<double> seen(s.prune.begin(), s.prune.end());
           if (seen.size() != s.prune.size()) fail(where + ": a ratio is listed twice");
+        } else if (k == "prune_layers") {
+          s.prune_layers.read(v, where);
         } else if (k == "criterion") {
           s.criterion = v.as<std::string>();
           if (s.criterion != "l1" && s.criterion != "l2" && s.criterion != "bn" && s.criterion != "random")
@@ -138,7 +140,7 @@ SearchSpace SearchSpace::parse(const std::string& text, const std::string& sourc
             else fail(where + ": unknown constraint '" + ck + "' (accuracy_drop, min_accuracy, latency_ms, energy_mj, size_mb)");
           }
         } else {
-          fail(where + ": unknown key (quant, precision, formats, layers, prune, criterion, finetune, constraints)");
+          fail(where + ": unknown key (quant, precision, formats, layers, prune, prune_layers, criterion, finetune, constraints)");
         }
       } catch (const YAML::Exception&) {
         fail(where + ": bad value");
@@ -249,8 +251,17 @@ Decisions::Decisions(const SearchSpace& space, const ir::Graph& original, const 
   }
   // Pruning variables: one per channel group.
   if (!space.prune.empty()) {
-    for (auto& g : prune::channel_groups(original))
+    bool any = false;
+    for (auto& g : prune::channel_groups(original)) {
+      const ir::Node* first = nullptr;
+      for (const auto& n : original.nodes)
+        if (n->name == g.convs.front()) first = n.get();
+      if (!space.prune_layers.empty() && (!first || !space.prune_layers.matches(*first))) continue;
       vars_.push_back({Variable::Prune, g.convs.front(), "Conv", g.convs, g.channels, space.prune.size()});
+      any = true;
+    }
+    if (!any && !space.prune_layers.empty())
+      fail(space.source + ": 'prune_layers' (" + space.prune_layers.describe() + ") matches no channel group's first conv");
   }
   if (vars_.empty()) fail(space.source + ": the space has no variable on this model (no quantizable or prunable layer)");
 }

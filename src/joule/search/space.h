@@ -11,6 +11,8 @@
 //   layers: {type: Conv}              # optional: only these layers get a precision variable
 //                                     # (the others keep the quant config's choice)
 //   prune: [0, 0.25, 0.5]             # structured ratios per channel group (absent: no pruning)
+//   prune_layers: {regex: "conv1/"}   # optional: only the groups whose first conv it matches
+//                                     # (a group is named by its first conv, as in trials.csv)
 //   criterion: l1                     # l1 | l2 | bn | random
 //   finetune: {steps: 20, batch: 32, lr: 0.01, optimizer: sgd}  # pruned trials trained first
 //                                     # (on the search's training data) before they are quantized
@@ -46,6 +48,7 @@ struct SearchSpace {
   std::map<std::string, std::string> formats;  // name -> its roles as YAML (a rule's body)
   quant::NodeMatch layers;                     // empty: every layer the base config quantizes
   std::vector<double> prune;                   // empty: no pruning variables
+  quant::NodeMatch prune_layers;               // empty: every channel group
   std::string criterion = "l1";
   // Fine-tuning of each pruned trial before it is quantized and scored (steps 0: none).
   struct Finetune {
