@@ -236,6 +236,13 @@ TEST(Search, BundledModelFrontReproducesAndResumes) {
   EXPECT_EQ(r.fp32.index, 0u);
   EXPECT_EQ(r.w8a8.index, 1u);
   EXPECT_LT(r.w8a8.size_mb, r.fp32.size_mb / 3);  // int8 weights
+  // An estimated energy counts each trial's FLOPs and bytes beside the static power (default-cpu:
+  // 10 W): unpruned trials' graphs carried no cost metadata once, and got the static part only.
+  for (const auto* t : {&r.fp32, &r.w8a8})
+    if (t->energy_source == "estimate:default-cpu") {
+      ASSERT_TRUE(t->energy_mj.has_value());
+      EXPECT_GT(*t->energy_mj, 10.0 * t->latency_ms * 1.005) << t->index;
+    }
   // Every trial feasible (no constraints), and the front's points are measured again.
   for (size_t i : r.front) EXPECT_TRUE(r.trials[i].measured_latency_ms.has_value());
   // Each front point's YAML, through joule prune and joule quantize, gives the trial's accuracy.

@@ -18,6 +18,7 @@
 #include "joule/core/error.h"
 #include "joule/core/file_util.h"
 #include "joule/experiment/store.h"
+#include "joule/passes/annotate_costs.h"
 #include "joule/passes/model_info.h"
 #include "joule/profile/energy/energy_meter.h"
 #include "joule/quant/sensitivity.h"
@@ -315,9 +316,13 @@ class Searcher {
       const auto reading = meter_->stop();
       t.energy_mj = reading.joules / static_cast<double>(ms.size()) * 1e3;
     } else {
+      // The costs of the graph as compiled (its own nodes' metadata may predate pruning and
+      // int8 lowering, or be absent: every trial is costed afresh).
+      ir::Graph costed = s.graph();
+      passes::annotate_costs(costed);
       double flops = 0, bytes = 0;
-      for (size_t i = 0; i < s.num_steps(); ++i) {
-        const auto& c = s.step_node(i).meta["common"];
+      for (const auto& n : costed.nodes) {
+        const auto& c = n->meta["common"];
         if (c.contains("flops")) flops += c["flops"].get<double>();
         if (c.contains("bytes")) bytes += c["bytes"].get<double>();
       }
