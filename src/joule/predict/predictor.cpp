@@ -122,7 +122,7 @@ struct Predictor::Impl {
     const Trained& w = trained(regime + "|*", all, regime);
     return w.r ? &w : nullptr;
   }
-  const std::vector<const Entry*> no_rows;
+  const std::vector<const Entry*> no_rows{};
   const Trained& trained(const std::string& id, const std::vector<const Entry*>& rows, const std::string& regime) {
     auto it = models.find(id);
     if (it != models.end()) return it->second;
