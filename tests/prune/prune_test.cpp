@@ -336,3 +336,53 @@ TEST(Prune, UnstructuredFineTuningKeepsThePrunedWeightsZero) {
   }
   EXPECT_GT(regrown, 1000u);
 }
+
+// Activation pruning: joule PruneActivation zeroes the given share of each sample's values of
+// smallest magnitude (ties in index order, NaN kept), and prune_graph puts one in front of every
+// Conv, Gemm and MatMul asked for (by `activations`, or a config rule).
+TEST(Prune, ActivationPruningZeroesEachSamplesSmallestValues) {
+  const float nan = std::nanf("");
+  ir::Graph g = GraphBuilder()
+                    .input("x", DType::Float32, {2, 10})
+                    .node("PruneActivation", {"x"}, {"y"}, {{"ratio", 0.3f}}, "pa")
+                    .output("y")
+                    .build();
+  g.nodes[0]->domain = "joule";
+  g.opsets["joule"] = 1;
+  Tensor x(DType::Float32, {2, 10});
+  const float in[20] = {5, -1, 1, 0.5f, nan, 3, -0.5f, 2, 1, 4, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  std::copy(in, in + 20, x.data<float>());
+  const Tensor y = run(g, x);
+  const float want[20] = {5, 0, 1, 0, nan, 3, 0, 2, 1, 4, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1};
+  for (int i = 0; i < 20; ++i) {
+    if (std::isnan(want[i]))
+      EXPECT_TRUE(std::isnan(y.data<float>()[i])) << i;
+    else
+      EXPECT_EQ(y.data<float>()[i], want[i]) << i;
+  }
+
+  ir::Graph c = chain();
+  prune::PruneOptions o;
+  o.ratio = 0;
+  o.activations = 0.5;
+  o.node_activations["fc"] = 0;  // left dense
+  const prune::PruneReport rep = prune::prune_graph(c, o);
+  ASSERT_EQ(rep.activation_pruning.size(), 3u);  // conv1, dw, conv2
+  int inserted = 0;
+  for (const auto& n : c.nodes) inserted += n->op_type == "PruneActivation";
+  EXPECT_EQ(inserted, 3);
+  EXPECT_EQ(rep.to_json()["activation_pruning"].size(), 3u);
+  EXPECT_NE(rep.table().find("zeroed at run time"), std::string::npos);
+  const Tensor xi = random_tensor({1, 3, 8, 8}, 21);
+  const Tensor a = run(chain(), xi), b = run(c, xi);
+  double diff = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) diff += std::abs(a.data<float>()[i] - b.data<float>()[i]);
+  EXPECT_GT(diff, 0);  // the model changed; it still runs
+  // A config rule: activations only on conv2.
+  const prune::PruneOptions r =
+      prune::PruneConfig::parse("default: {ratio: 0}\nrules:\n  - match: {name: conv2}\n    activations: 0.25\n", "p.yaml")
+          .resolve(chain());
+  EXPECT_EQ(r.activations_of("conv2"), 0.25);
+  EXPECT_EQ(r.activations_of("conv1"), 0.0);
+  EXPECT_THROW(prune::PruneConfig::parse("default: {activations: 1.5}\n", "bad.yaml"), Error);
+}

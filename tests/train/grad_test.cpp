@@ -102,6 +102,9 @@ TEST(Grad, Activations) {
   check(unary("Elu", s, {{"alpha", 0.7f}}).build());
   check(unary("HardSigmoid", s, {{"alpha", 0.3f}, {"beta", 0.4f}}).build());
   for (const char* op : {"Log", "Sqrt", "Reciprocal"}) check(unary(op, s, {}, 0.5, 2).build());
+  GraphBuilder pa = unary("PruneActivation", s, {{"ratio", 0.5f}});  // the kept half's gradient
+  pa.g.nodes[0]->domain = "joule";
+  check(pa.build());
   GraphBuilder gelu = unary("Gelu", s);
   gelu.g.nodes[0]->domain = "joule";
   check(gelu.build());

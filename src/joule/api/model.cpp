@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 
 #include "joule/core/error.h"
 #include "joule/core/file_util.h"
@@ -95,11 +96,15 @@ void check_exportable(const Model& m, bool allow_joule_ops, const std::string& w
   const std::vector<std::string> custom = m.joule_op_nodes();
   if (custom.empty() || allow_joule_ops) return;
   std::string names;
+  std::set<std::string> types;
   for (size_t i = 0; i < custom.size() && i < 8; ++i) names += (i ? ", " : "") + custom[i];
-  fail(fmt::format("{}: {} nodes are joule's own ops that no other runtime loads (FakeQuant for formats ONNX "
-                   "QuantizeLinear cannot express: {}{}); use 8-bit integer formats, or allow joule ops "
-                   "(--allow-joule-ops, allow_joule_ops=True) for a file only joule loads",
-                   where, custom.size(), names, custom.size() > 8 ? ", ..." : ""));
+  for (const auto& n : m.graph().nodes)
+    if (n->domain == "joule") types.insert(n->op_type);
+  std::string list;
+  for (const auto& t : types) list += (list.empty() ? "" : ", ") + t;
+  fail(fmt::format("{}: {} nodes are joule's own ops that no other runtime loads ({}: {}{}); FakeQuant: use 8-bit "
+                   "integer formats, or allow joule ops (--allow-joule-ops, allow_joule_ops=True) for a file only joule loads",
+                   where, custom.size(), list, names, custom.size() > 8 ? ", ..." : ""));
 }
 }  // namespace
 

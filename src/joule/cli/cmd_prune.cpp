@@ -23,6 +23,9 @@ Action add_prune(CLI::App& app) {
   app.add_option("--config", a->config,
                  "pruning config YAML (default: ratio, structured, criterion...; rules by type/name/regex with their "
                  "ratio or skip), instead of the flags");
+  auto* acts = app.add_option("--activations", a->opt.activations,
+                              "activation pruning: zero this share of each sample's inputs of every Conv, Gemm and MatMul at run "
+                              "time (a joule PruneActivation node in front: the model then runs on joule only)");
   app.add_flag("--structured", a->opt.structured,
                "remove whole output channels of convolutions, carried through the layers that read them");
   app.add_option("--criterion", a->opt.criterion, "l1, l2, bn (|BatchNorm scale|, structured) or random")
@@ -48,7 +51,7 @@ Action add_prune(CLI::App& app) {
   app.add_option("--finetune-threads", a->ft.threads, "fine-tuning threads (0: every core)")->capture_default_str();
   app.add_option("--format", a->format, "table or json")->check(CLI::IsMember({"table", "json"}));
   add_store_option(app, a->store);
-  return [a, ratio] {
+  return [a, ratio, acts] {
     const api::Model m = api::Model::load(a->model);
     if (!a->config.empty()) a->opt = prune::PruneConfig::load(a->config).resolve(m.graph());
     if (a->sensitivity) {
@@ -70,7 +73,9 @@ Action add_prune(CLI::App& app) {
       return 0;
     }
     if (a->out.empty()) fail("prune: -o OUT.onnx is required (or --sensitivity)");
-    if (a->config.empty() && ratio->count() == 0) fail("prune: give --ratio R or --config P.yaml");
+    if (a->config.empty() && ratio->count() == 0 && acts->count() == 0)
+      fail("prune: give --ratio R, --activations R or --config P.yaml");
+    if (a->config.empty() && ratio->count() == 0) a->opt.ratio = 0;  // activations only
     const bool finetune = !a->ft_data.empty();
     if (finetune) {
       a->ft.data = api::DataSource::from_spec(a->ft_data);
@@ -79,7 +84,7 @@ Action add_prune(CLI::App& app) {
     }
     const api::PruneResult r = api::prune(m, a->opt, finetune ? &a->ft : nullptr, terminal_hooks());
     end_status();
-    r.model.save(a->out);
+    r.model.save(a->out, /*allow_joule_ops=*/!r.report.activation_pruning.empty());  // PruneActivation: joule's op
     nlohmann::json j = r.to_json();
     j["output"] = a->out;
     record_run(a->store, "prune", m.name(), j);

@@ -395,7 +395,12 @@ nlohmann::json PruneReport::to_json() const {
           {"nonzero_before", nonzero_before},
           {"nonzero_after", nonzero_after},
           {"flops_before", flops_before},
-          {"flops_after", flops_after}};
+          {"flops_after", flops_after},
+          {"activation_pruning", [&] {
+             nlohmann::json a = nlohmann::json::array();
+             for (const auto& [node, r] : activation_pruning) a.push_back({{"node", node}, {"ratio", r}});
+             return a;
+           }()}};
 }
 
 std::string PruneReport::table() const {
@@ -416,12 +421,19 @@ std::string PruneReport::table() const {
   s += fmt::format("parameters {} -> {} ({:.1f}%), nonzero {} -> {}, FLOPs {:.4g} -> {:.4g} ({:.1f}%)\n", params_before,
                    params_after, 100.0 * double(params_after) / double(std::max<int64_t>(1, params_before)), nonzero_before,
                    nonzero_after, flops_before, flops_after, 100.0 * flops_after / std::max(1.0, flops_before));
+  for (const auto& [node, r] : activation_pruning)
+    s += fmt::format("{}: {:.0f}% of each sample's inputs zeroed at run time (joule PruneActivation)\n", node, 100 * r);
   return s;
 }
 
 double PruneOptions::ratio_of(const std::string& node) const {
   auto it = node_ratio.find(node);
   return it == node_ratio.end() ? ratio : it->second;
+}
+
+double PruneOptions::activations_of(const std::string& node) const {
+  auto it = node_activations.find(node);
+  return it == node_activations.end() ? activations : it->second;
 }
 
 namespace {
@@ -457,7 +469,8 @@ PruneConfig PruneConfig::parse(const std::string& text, const std::string& sourc
             else if (fk == "criterion") c.defaults.criterion = f->second.as<std::string>();
             else if (fk == "scope") c.defaults.scope = f->second.as<std::string>();
             else if (fk == "seed") c.defaults.seed = f->second.as<uint32_t>();
-            else fail(fw + ": unknown key (ratio, structured, criterion, scope, seed)");
+            else if (fk == "activations") c.defaults.activations = checked_ratio(f->second, fw);
+            else fail(fw + ": unknown key (ratio, structured, criterion, scope, seed, activations)");
           } catch (const YAML::Exception&) {
             fail(fw + ": bad value");
           }
@@ -478,12 +491,14 @@ PruneConfig PruneConfig::parse(const std::string& text, const std::string& sourc
               r.ratio = checked_ratio(f->second, rw);
             } else if (fk == "skip") {
               r.skip = f->second.as<bool>();
+            } else if (fk == "activations") {
+              r.activations = checked_ratio(f->second, rw);
             } else {
-              fail(rw + ": unknown key '" + fk + "' (match, ratio, skip)");
+              fail(rw + ": unknown key '" + fk + "' (match, ratio, activations, skip)");
             }
           }
           if (r.match.empty()) fail(rw + ": needs a match with type, name or regex");
-          if (!r.ratio && !r.skip) fail(rw + ": give a ratio or skip: true");
+          if (!r.ratio && !r.activations && !r.skip) fail(rw + ": give a ratio, activations or skip: true");
           c.rules.push_back(std::move(r));
         }
       } else {
@@ -506,7 +521,8 @@ PruneOptions PruneConfig::resolve(const ir::Graph& g) const {
     for (const auto& n : g.nodes)
       if (r.match.matches(*n)) {
         ++hit;
-        o.node_ratio[n->name] = r.skip ? 0.0 : *r.ratio;
+        if (r.skip || r.ratio) o.node_ratio[n->name] = r.skip ? 0.0 : *r.ratio;
+        if (r.skip || r.activations) o.node_activations[n->name] = r.skip ? 0.0 : *r.activations;
       }
     if (hit == 0)
       fail(fmt::format("{}: rule at line {} ({}) matches no node of the model", source, r.line, r.match.describe()));
@@ -540,12 +556,47 @@ std::vector<ChannelGroup> channel_groups(const ir::Graph& graph) {
   return out;
 }
 
+namespace {
+// A joule PruneActivation in front of the data input of each Conv, Gemm and MatMul with an
+// activation ratio (PruneOptions::activations_of).
+void prune_activations(ir::Graph& g, const PruneOptions& o, PruneReport& rep) {
+  bool any = false;
+  const size_t count = g.nodes.size();
+  for (size_t i = 0; i < count; ++i) {
+    ir::Node& n = *g.nodes[i];
+    if ((n.op_type != "Conv" && n.op_type != "Gemm" && n.op_type != "MatMul") || !n.domain.empty() || n.inputs.empty() ||
+        (!o.only.empty() && std::find(o.only.begin(), o.only.end(), n.name) == o.only.end()))
+      continue;
+    const double r = o.activations_of(n.name);
+    if (!(r >= 0 && r < 1)) fail(fmt::format("prune: {}: activation ratio {} must be in [0, 1)", n.where(), r));
+    if (r == 0) continue;
+    ir::Node p;
+    p.name = g.unique_name(n.name + "_PruneActivation");
+    p.op_type = "PruneActivation";
+    p.domain = "joule";
+    p.inputs = {n.inputs[0]};
+    p.outputs = {g.unique_name(n.inputs[0] + "_pruned")};
+    p.attrs["ratio"] = static_cast<float>(r);
+    if (const ir::TensorType* t = g.type_of(n.inputs[0])) g.types[p.outputs[0]] = *t;
+    n.inputs[0] = p.outputs[0];
+    rep.activation_pruning.emplace_back(n.name, r);
+    g.add_node(std::move(p));
+    any = true;
+  }
+  if (any) {
+    g.opsets["joule"] = std::max<int64_t>(1, g.opset("joule"));
+    g.sort_topologically();
+  }
+}
+}  // namespace
+
 PruneReport prune_graph(ir::Graph& g, const PruneOptions& o) {
   if (!(o.ratio >= 0 && o.ratio < 1)) fail(fmt::format("prune: ratio {} must be in [0, 1)", o.ratio));
   if (o.criterion != "l1" && o.criterion != "l2" && o.criterion != "bn" && o.criterion != "random")
     fail("prune: criterion '" + o.criterion + "': expected l1, l2, bn or random");
   if (o.scope != "local" && o.scope != "global") fail("prune: scope '" + o.scope + "': expected local or global");
   if (o.criterion == "bn" && !o.structured) fail("prune: criterion bn ranks output channels: use it with --structured");
+  if (!(o.activations >= 0 && o.activations < 1)) fail(fmt::format("prune: activations {} must be in [0, 1)", o.activations));
   PruneReport rep;
   rep.options = o;
   auto measure = [&](int64_t& params, int64_t& nz, double& flops) {
@@ -566,6 +617,7 @@ PruneReport prune_graph(ir::Graph& g, const PruneOptions& o) {
   } else {
     unstructured(g, o, rep);
   }
+  prune_activations(g, o, rep);
   measure(rep.params_after, rep.nonzero_after, rep.flops_after);
   return rep;
 }

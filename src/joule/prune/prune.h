@@ -32,6 +32,12 @@ struct PruneOptions {
   // residual group takes the smallest ratio of its convs.
   std::map<std::string, double> node_ratio;
   double ratio_of(const std::string& node) const;
+  // Activation pruning (MASE's form): the share of each sample's input values of a Conv, Gemm or
+  // MatMul zeroed at run time by a joule PruneActivation node (ops/prune_activation.cpp) put in
+  // front of its data input; 0: none. Per node by a config's rules, as `ratio`.
+  double activations = 0;
+  std::map<std::string, double> node_activations;
+  double activations_of(const std::string& node) const;
 };
 
 // A pruning config (YAML), in the quantization config's rule syntax:
@@ -41,12 +47,14 @@ struct PruneOptions {
 //       ratio: 0.5
 //     - match: {regex: "layer4\\."}
 //       skip: true                       # left whole
+//     - match: {type: Gemm}
+//       activations: 0.5                 # half of each sample's inputs zeroed at run time
 // Later rules override earlier ones. BadInput naming the line for unknown keys and bad values.
 struct PruneConfig {
   PruneOptions defaults;
   struct Rule {
     quant::NodeMatch match;
-    std::optional<double> ratio;
+    std::optional<double> ratio, activations;
     bool skip = false;
     int line = 0;
   };
@@ -69,6 +77,7 @@ struct LayerPruning {
 struct PruneReport {
   PruneOptions options;
   std::vector<LayerPruning> layers;
+  std::vector<std::pair<std::string, double>> activation_pruning;  // node, ratio (PruneActivation in front)
   int64_t params_before = 0, params_after = 0, nonzero_before = 0, nonzero_after = 0;
   double flops_before = 0, flops_after = 0;
   nlohmann::json to_json() const;

@@ -1,6 +1,6 @@
 // Gradient rules of the elementwise ops: arithmetic with broadcasting (gradients summed back to
 // each operand's shape), activations and unary math (joule.ActivationGrad from the forward
-// input), Where, Cast, Identity, Sum/Mean.
+// input), Where, Cast, Identity, Sum/Mean, joule's PruneActivation.
 #include <limits>
 
 #include "joule/core/error.h"
@@ -55,6 +55,12 @@ void activation(GradContext& c, const std::string& kind, const std::vector<float
 }
 
 void relu_rule(GradContext& c) { activation(c, "Relu"); }
+
+// joule.PruneActivation: the gradient reaches the values it kept (y == x), not those it zeroed.
+void prune_activation_rule(GradContext& c) {
+  const std::string kept = c.b.add1("Equal", {c.out(0), c.in(0)});
+  c.dx[0] = c.b.add1("Where", {kept, c.dy[0], c.b.scalar(0, c.b.dtype(c.in(0)))});
+}
 void sigmoid_rule(GradContext& c) { activation(c, "Sigmoid"); }
 void tanh_rule(GradContext& c) { activation(c, "Tanh"); }
 void hard_swish_rule(GradContext& c) { activation(c, "HardSwish"); }
@@ -134,6 +140,7 @@ const std::vector<GradDef>& elementwise_grads() {
       {"", "Clip", clip_rule},         {"", "Where", where_rule},
       {"", "Cast", cast_rule},         {"", "Sum", sum_rule},
       {"", "Mean", mean_rule},         {"joule", "Pow2Ceil", pow2_ceil_rule},
+      {"joule", "PruneActivation", prune_activation_rule},
   };
   return rules;
 }
