@@ -290,7 +290,7 @@ rules:
   };
   EXPECT_NE(error("rules:\n  - match: {name: nope}\n    ratio: 0.5\n").find("matches no node"), std::string::npos);
   EXPECT_NE(error("rules:\n  - match: {type: Conv}\n    ratio: 1.5\n").find("must be in [0, 1)"), std::string::npos);
-  EXPECT_NE(error("rules:\n  - match: {type: Conv}\n").find("give a ratio or skip"), std::string::npos);
+  EXPECT_NE(error("rules:\n  - match: {type: Conv}\n").find("give a ratio, activations or skip"), std::string::npos);
   EXPECT_NE(error("defaults: {ratio: 0.5}\n").find("unknown key 'defaults'"), std::string::npos);
 }
 
