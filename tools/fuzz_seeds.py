@@ -86,6 +86,14 @@ def main():
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
         [numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "w")])
     put("onnx_model", "conv_dynamic_batch.onnx", helper.make_model(convs, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString())
+    # joule's own activation pruning in front of a MatMul (its ratio attribute, per-sample ranking)
+    w = numpy_helper.from_array(np.linspace(-1, 1, 40).astype(np.float32).reshape(10, 4), "w")
+    pa = helper.make_graph([helper.make_node("PruneActivation", ["x"], ["p"], domain="joule", ratio=0.3),
+                            helper.make_node("MatMul", ["p", "w"], ["y"])], "pa",
+                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 10])],
+                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])], [w])
+    put("onnx_model", "prune_activation.onnx", helper.make_model(
+        pa, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("joule", 1)]).SerializeToString())
 
     # TensorProtos (`make fuzz` adds the conformance suite's inputs and outputs).
     for name, a in [("f32", rng.standard_normal((2, 3)).astype(np.float32)), ("i64", np.arange(4, dtype=np.int64)),
