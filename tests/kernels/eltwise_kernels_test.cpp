@@ -398,7 +398,9 @@ TEST(EltwiseKernels, SoftmaxLayerNormBatchNormMatchReference) {
       const auto got = testing::run_with_algo(b.g, {{"x", x}}, {"layer_norm=simd"}, "op", threads);
       const std::string what = fmt::format("LayerNormalization axis {} {}", axis, shape_str(shape));
       ASSERT_EQ(got.algorithm, "simd") << what;
-      expect_close(got.out.at("y"), want.out.at("y"), 1e-6, what, 1.0);  // float statistics: absolute near 0
+      // Float statistics over up to 9 x 200 values, summed in another order than the reference's:
+      // absolute near 0 (clang's build differed by 1.05e-6 over 8 x 159).
+      expect_close(got.out.at("y"), want.out.at("y"), 4e-6, what, 1.0);
     }
     {  // inference BatchNormalization, N,C,H,W and N,C; joule's on N,H,W,C (channels_last)
       const int64_t c = r(1, 40);
