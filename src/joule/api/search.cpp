@@ -319,14 +319,8 @@ class Searcher {
       // The costs of the graph as compiled (its own nodes' metadata may predate pruning and
       // int8 lowering, or be absent: every trial is costed afresh).
       ir::Graph costed = s.graph();
-      passes::annotate_costs(costed);
-      double flops = 0, bytes = 0;
-      for (const auto& n : costed.nodes) {
-        const auto& c = n->meta["common"];
-        if (c.contains("flops")) flops += c["flops"].get<double>();
-        if (c.contains("bytes")) bytes += c["bytes"].get<double>();
-      }
-      if (auto j = meter_->model_joules(t.latency_ms / 1e3, flops, bytes)) t.energy_mj = *j * 1e3;
+      const passes::CostTotals c = passes::annotate_costs(costed);
+      if (auto j = meter_->model_joules(t.latency_ms / 1e3, c.flops, c.bytes)) t.energy_mj = *j * 1e3;
     }
   }
 

@@ -18,6 +18,7 @@
 
 #include "joule/core/cpu_features.h"
 #include "joule/ops/quantize_util.h"
+#include "joule/ops/vec_math.h"
 #include "joule/ops/util.h"
 
 namespace joule::ops {
@@ -111,9 +112,8 @@ inline __attribute__((always_inline)) void quantize_span(const float* xp, Q* yp,
 // |v| >= 2^21) are divided as the reference does. Rounding (ties to even), the zero point and
 // saturation then give the reference's codes, NaN and +-inf included, bit for bit
 // (tests/ops/test_int_ops.cpp). A scale whose reciprocal is not a normal float takes the loop above.
-#define JOULE_QUANT_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
 template <class Q, bool Full>
-JOULE_QUANT_AVX512 inline __attribute__((always_inline)) void quantize16(const float* xp, Q* yp, __mmask16 m, __m512 s,
+JOULE_AVX512 JOULE_ALWAYS_INLINE void quantize16(const float* xp, Q* yp, __mmask16 m, __m512 s,
                                                                           __m512 inv, __m512 z, __m512 clo, __m512 chi,
                                                                           __m512 lo, __m512 hi) {
   __m512 x = Full ? _mm512_loadu_ps(xp) : _mm512_maskz_loadu_ps(m, xp);
@@ -135,7 +135,7 @@ JOULE_QUANT_AVX512 inline __attribute__((always_inline)) void quantize16(const f
   }
 }
 template <class Q>
-JOULE_QUANT_AVX512 void quantize_span_avx512(const float* xp, Q* yp, int64_t n, float s, float z, float clo, float chi) {
+JOULE_AVX512 void quantize_span_avx512(const float* xp, Q* yp, int64_t n, float s, float z, float clo, float chi) {
   const float inv = 1.f / s;
   if (!std::isnormal(inv) || !std::isnormal(s)) return quantize_span<Q>(xp, yp, n, s, z, clo, chi);
   const float lo = static_cast<float>(std::numeric_limits<Q>::min()), hi = static_cast<float>(std::numeric_limits<Q>::max());

@@ -116,13 +116,11 @@ struct Predictor::Impl {
   // features); trained on first use, nullptr when even the store has too few rows.
   const Trained* model(const std::string& op_type, const std::string& regime) {
     const float fam = family(op_type);
-    auto it = by_family.find(fam);
-    const Trained& f = trained(fmt::format("{}|family {}", regime, fam), it == by_family.end() ? no_rows : it->second, regime);
+    const Trained& f = trained(fmt::format("{}|family {}", regime, fam), by_family[fam], regime);
     if (f.r) return &f;
     const Trained& w = trained(regime + "|*", all, regime);
     return w.r ? &w : nullptr;
   }
-  const std::vector<const Entry*> no_rows{};
   const Trained& trained(const std::string& id, const std::vector<const Entry*>& rows, const std::string& regime) {
     auto it = models.find(id);
     if (it != models.end()) return it->second;
