@@ -88,9 +88,12 @@ TEST(Prune, StructuredEqualsTheModelWithTheRemovedChannelsReadersZeroed) {
   o.structured = true;
   o.ratio = 0.5;
   const prune::PruneReport rep = prune::prune_graph(p, o);
-  ASSERT_EQ(rep.layers.size(), 2u);  // conv1 and conv2 (the depthwise conv follows conv1)
+  ASSERT_EQ(rep.layers.size(), 3u);  // conv1, conv2 (the depthwise conv follows conv1) and fc
   EXPECT_EQ(rep.layers[0].after, 4);
   EXPECT_EQ(rep.layers[1].after, 3);
+  EXPECT_EQ(rep.layers[2].node, "fc");  // its features are the graph output
+  EXPECT_EQ(rep.layers[2].after, 5);
+  EXPECT_NE(rep.layers[2].kept_because.find("graph output"), std::string::npos) << rep.layers[2].kept_because;
   EXPECT_EQ(p.initializers.at("w1").shape(), (Shape{4, 3, 3, 3}));
   EXPECT_EQ(p.initializers.at("g").shape(), (Shape{4}));
   EXPECT_EQ(p.initializers.at("wd").shape(), (Shape{4, 1, 3, 3}));
@@ -108,6 +111,114 @@ TEST(Prune, StructuredEqualsTheModelWithTheRemovedChannelsReadersZeroed) {
   const Tensor a = run(z, x), b = run(p, x);
   ASSERT_EQ(a.shape(), b.shape());
   for (int64_t i = 0; i < a.numel(); ++i) EXPECT_NEAR(a.data<float>()[i], b.data<float>()[i], 1e-5) << i;
+}
+
+// The hidden features of an MLP (Gemm, both weight layouts, with BatchNorm1d) and of a
+// transformer block's MLP (MatMul + bias Add + Gelu as Erf + MatMul over [batch, tokens,
+// features]) are removed: the pruned model computes what the unpruned one computes with the
+// removed features' producers zeroed (their weight columns/rows and biases).
+TEST(Prune, GemmAndMatMulFeaturesAreRemovedAsTheirRowsZeroed) {
+  // MLP: x[2,6] -> fc1 (transB, 6->8) -> BN -> Relu -> fc2 (no transB, 8->7) -> Relu -> fc3 (7->3)
+  const ir::Graph mlp = GraphBuilder()
+                            .input("x", DType::Float32, {2, 6})
+                            .init("w1", random_tensor({8, 6}, 1))
+                            .init("b1", random_tensor({8}, 2))
+                            .init("g", random_tensor({8}, 3, 0.5f, 1.5f))
+                            .init("be", random_tensor({8}, 4))
+                            .init("mu", random_tensor({8}, 5))
+                            .init("var", random_tensor({8}, 6, 0.5f, 1.f))
+                            .init("w2", random_tensor({8, 7}, 7))
+                            .init("b2", random_tensor({1, 7}, 8))
+                            .init("w3", random_tensor({3, 7}, 9))
+                            .node("Gemm", {"x", "w1", "b1"}, {"h1"}, {{"transB", int64_t{1}}}, "fc1")
+                            .node("BatchNormalization", {"h1", "g", "be", "mu", "var"}, {"n1"}, {}, "bn")
+                            .node("Relu", {"n1"}, {"r1"}, {}, "relu1")
+                            .node("Gemm", {"r1", "w2", "b2"}, {"h2"}, {}, "fc2")
+                            .node("Relu", {"h2"}, {"r2"}, {}, "relu2")
+                            .node("Gemm", {"r2", "w3"}, {"y"}, {{"transB", int64_t{1}}}, "fc3")
+                            .output("y")
+                            .build();
+  ir::Graph p = mlp;
+  prune::PruneOptions o;
+  o.structured = true;
+  o.ratio = 0.5;
+  const prune::PruneReport rep = prune::prune_graph(p, o);
+  ASSERT_EQ(rep.layers.size(), 3u);
+  EXPECT_EQ(rep.layers[0].after, 4);
+  EXPECT_EQ(rep.layers[1].after, 4);  // round(7 * 0.5)
+  EXPECT_EQ(rep.layers[2].after, 3);  // the output
+  EXPECT_EQ(p.initializers.at("w1").shape(), (Shape{4, 6}));
+  EXPECT_EQ(p.initializers.at("g").shape(), (Shape{4}));
+  EXPECT_EQ(p.initializers.at("w2").shape(), (Shape{4, 4}));
+  EXPECT_EQ(p.initializers.at("b2").shape(), (Shape{1, 4}));
+  EXPECT_EQ(p.initializers.at("w3").shape(), (Shape{3, 4}));
+  // Kept by l1 norm: fc1's rows of [8, 6]; fc2's columns of [8, 7].
+  const auto k1 = kept_l1(mlp.initializers.at("w1"), 4);
+  Tensor w2t(DType::Float32, {7, 8});
+  for (int64_t i = 0; i < 8; ++i)
+    for (int64_t j = 0; j < 7; ++j) w2t.data<float>()[j * 8 + i] = mlp.initializers.at("w2").data<float>()[i * 7 + j];
+  const auto k2 = kept_l1(w2t, 4);
+  ir::Graph z = mlp;
+  zero_except(z.initializers.at("w2"), 0, k1);  // fc2 ignores fc1's removed features
+  zero_except(z.initializers.at("w3"), 1, k2);  // fc3 ignores fc2's
+  const Tensor x = random_tensor({2, 6}, 10);
+  {
+    const Tensor a = run(z, x), b = run(p, x);
+    ASSERT_EQ(a.shape(), b.shape());
+    for (int64_t i = 0; i < a.numel(); ++i) EXPECT_NEAR(a.data<float>()[i], b.data<float>()[i], 1e-5) << i;
+  }
+
+  // Transformer MLP: x[1,5,4] -> MatMul(4->8) + b -> Gelu (x * 0.5 * (1 + erf(x / sqrt 2))) ->
+  // MatMul(8->4) + b2 -> Add(x): the residual ties the output features to the input (kept).
+  const ir::Graph tf = GraphBuilder()
+                           .input("x", DType::Float32, {1, 5, 4})
+                           .init("wu", random_tensor({4, 8}, 11))
+                           .init("bu", random_tensor({8}, 12))
+                           .init("s2", Tensor::scalar(1.41421356f))
+                           .init("one", Tensor::scalar(1.f))
+                           .init("half", Tensor::scalar(0.5f))
+                           .init("wd", random_tensor({8, 4}, 13))
+                           .init("bd", random_tensor({4}, 14))
+                           .node("MatMul", {"x", "wu"}, {"u"}, {}, "up")
+                           .node("Add", {"u", "bu"}, {"ub"}, {}, "up_bias")
+                           .node("Div", {"ub", "s2"}, {"q"}, {}, "div")
+                           .node("Erf", {"q"}, {"e"}, {}, "erf")
+                           .node("Add", {"e", "one"}, {"e1"}, {}, "add1")
+                           .node("Mul", {"ub", "e1"}, {"m"}, {}, "mul")
+                           .node("Mul", {"m", "half"}, {"gl"}, {}, "mul_half")
+                           .node("MatMul", {"gl", "wd"}, {"d"}, {}, "down")
+                           .node("Add", {"d", "bd"}, {"db"}, {}, "down_bias")
+                           .node("Add", {"db", "x"}, {"y"}, {}, "residual")
+                           .output("y")
+                           .build();
+  ir::Graph pt = tf;
+  o.ratio = 0.25;
+  const prune::PruneReport rt = prune::prune_graph(pt, o);
+  ASSERT_EQ(rt.layers.size(), 2u);
+  EXPECT_EQ(rt.layers[0].node, "up");
+  EXPECT_EQ(rt.layers[0].after, 6);
+  EXPECT_EQ(rt.layers[1].after, 4);
+  EXPECT_NE(rt.layers[1].kept_because.find("graph"), std::string::npos) << rt.layers[1].kept_because;
+  EXPECT_EQ(pt.initializers.at("wu").shape(), (Shape{4, 6}));
+  EXPECT_EQ(pt.initializers.at("bu").shape(), (Shape{6}));
+  EXPECT_EQ(pt.initializers.at("wd").shape(), (Shape{6, 4}));
+  Tensor wut(DType::Float32, {8, 4});
+  for (int64_t i = 0; i < 4; ++i)
+    for (int64_t j = 0; j < 8; ++j) wut.data<float>()[j * 4 + i] = tf.initializers.at("wu").data<float>()[i * 8 + j];
+  const auto ku = kept_l1(wut, 6);
+  ir::Graph zt = tf;
+  zero_except(zt.initializers.at("wd"), 0, ku);
+  const Tensor xt = random_tensor({1, 5, 4}, 15);
+  const Tensor a = run(zt, xt), b = run(pt, xt);
+  ASSERT_EQ(a.shape(), b.shape());
+  for (int64_t i = 0; i < a.numel(); ++i) EXPECT_NEAR(a.data<float>()[i], b.data<float>()[i], 1e-5) << i;
+  // The group appears for the search.
+  ir::Graph typed = tf;
+  passes::infer_shapes(typed);
+  const auto groups = prune::channel_groups(typed);
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0].producers, (std::vector<std::string>{"up"}));
+  EXPECT_EQ(groups[0].channels, 8);
 }
 
 TEST(Prune, ChannelsTiedToTheGraphInputStayAndSayWhy) {
@@ -161,7 +272,7 @@ TEST(Prune, ResidualGroupsLoseTheSameChannelsInEveryConvThatFeedsThem) {
   o.structured = true;
   o.ratio = 0.5;
   const prune::PruneReport rep = prune::prune_graph(p, o);
-  ASSERT_EQ(rep.layers.size(), 3u);
+  ASSERT_EQ(rep.layers.size(), 4u);  // and fc, kept whole
   EXPECT_EQ(rep.layers[0].group, 2);
   EXPECT_EQ(rep.layers[0].after, 4);  // c0
   EXPECT_EQ(rep.layers[1].after, 3);  // c1
@@ -277,7 +388,7 @@ rules:
 )", "test.yaml");
   ir::Graph p = g;
   const prune::PruneReport rep = prune::prune_graph(p, c.resolve(g));
-  ASSERT_EQ(rep.layers.size(), 2u);
+  ASSERT_EQ(rep.layers.size(), 3u);
   EXPECT_EQ(rep.layers[0].after, 6);  // conv1: 8 * (1 - 0.25)
   EXPECT_EQ(rep.layers[1].after, 6);  // conv2 skipped: all 6
   auto error = [&](const std::string& yaml) {

@@ -99,9 +99,9 @@ TEST(SearchSpace, ChannelGroupsTieResidualConvs) {
   passes::infer_shapes(g);
   const auto groups = prune::channel_groups(g);
   ASSERT_EQ(groups.size(), 2u);  // conv_d makes the graph output: not prunable
-  EXPECT_EQ(groups[0].convs, (std::vector<std::string>{"conv_a", "conv_b"}));
+  EXPECT_EQ(groups[0].producers, (std::vector<std::string>{"conv_a", "conv_b"}));
   EXPECT_EQ(groups[0].channels, 4);
-  EXPECT_EQ(groups[1].convs, (std::vector<std::string>{"conv_c"}));
+  EXPECT_EQ(groups[1].producers, (std::vector<std::string>{"conv_c"}));
 }
 
 TEST(SearchSpace, CandidatesOnTheBundledModel) {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <set>
 #include <unordered_set>
@@ -51,11 +52,24 @@ Tensor take(const Tensor& t, int axis, const std::vector<int64_t>& keep) {
   return r;
 }
 
-// Channel spaces: values whose axis-1 channels must stay aligned (a conv's output through
-// BatchNorm, activations, pooling, depthwise convs, and every input and output of a residual
-// Add). A space can lose channels when every value in it is made by a convolution or a
-// channel-preserving op and read only by ops that can follow (the next conv's input channels, a
-// classifier behind global pooling and Flatten).
+// The axis of a producer's weight that holds its output channels (features): a Conv's
+// [M, C/g, k...] and a Gemm's transposed [N, K] axis 0; a MatMul's and a plain Gemm's [K, N] axis 1.
+bool producer_type(const ir::Node& n) {
+  return n.domain.empty() && (n.op_type == "Conv" || n.op_type == "Gemm" || n.op_type == "MatMul");
+}
+int out_axis(const ir::Node& p) {
+  if (p.op_type == "Conv") return 0;
+  return p.op_type == "Gemm" && p.attr_int("transB", 0) ? 0 : 1;
+}
+
+// Channel spaces: values whose channels must stay aligned (a conv's output through BatchNorm,
+// activations, pooling, depthwise convs, and every input and output of a residual Add; a
+// Gemm's or MatMul's output features through bias, activations and elementwise ops). The
+// channels are on axis 1 of a conv's values and on the last axis of a Gemm's or MatMul's (a
+// transformer's [batch, tokens, features]). A space can lose channels when every value in it is
+// made by a producer (Conv, Gemm, MatMul with constant weights) or a channel-preserving op and
+// read only by ops that can follow (the next conv's input channels, a Gemm's or MatMul's input
+// features, a classifier behind global pooling and Flatten).
 class Spaces {
  public:
   explicit Spaces(ir::Graph& g) : g_(g), cons_(g.consumers()) {
@@ -65,7 +79,7 @@ class Spaces {
   }
 
   struct Space {
-    std::vector<ir::Node*> producers;                 // convs whose output channels these are
+    std::vector<ir::Node*> producers;                 // convs, gemms, matmuls whose output channels these are
     std::vector<std::pair<std::string, int>> slices;  // initializers sliced along an axis
     std::vector<ir::Node*> depthwise;                 // their group becomes the kept count
     std::vector<const ir::Node*> norms;               // BatchNorms in the space (criterion bn)
@@ -118,10 +132,27 @@ class Spaces {
       if (!d.is_static() || d.value != 1) return false;
     return true;
   }
-  int64_t channels_of(const std::string& v) const {
+  int rank_of(const std::string& v) const {
     const ir::TensorType* t = g_.type_of(v);
-    return t && t->has_shape && t->dims.size() >= 2 && t->dims[1].is_static() ? t->dims[1].value : -1;
+    return t && t->has_shape ? static_cast<int>(t->dims.size()) : -1;
   }
+  // The size of `v` along `axis` (-1: unknown).
+  int64_t size_on(const std::string& v, int axis) const {
+    const ir::TensorType* t = g_.type_of(v);
+    return t && t->has_shape && axis >= 0 && static_cast<size_t>(axis) < t->dims.size() &&
+                   t->dims[static_cast<size_t>(axis)].is_static()
+               ? t->dims[static_cast<size_t>(axis)].value
+               : -1;
+  }
+  // The channel axis of `v`: 1 for a conv's values, the last for a Gemm's or MatMul's, carried
+  // through what follows them (-1: unknown, a value of no producer's space).
+  int axis_of(const std::string& v) const {
+    auto it = axis_.find(v);
+    return it == axis_.end() ? -1 : it->second;
+  }
+  int64_t channels_of(const std::string& v) const { return size_on(v, axis_of(v)); }
+  // Values whose channels are on axis 1 (or of no known space): what conv-only ops may read.
+  bool on_axis1(const std::string& v) const { return axis_of(v) == -1 || axis_of(v) == 1; }
   // Blocks the spaces of every activation `n` reads and makes.
   void opaque(const ir::Node& n, const std::string& why) {
     for (const auto& v : n.inputs)
@@ -140,8 +171,10 @@ class Spaces {
     if (op == "Conv") {
       if (n.inputs.size() < 2 || !own_f32(n.inputs[1]) || (n.has_input(2) && !own_f32(n.inputs[2])))
         return opaque(n, " whose weights are not its own constants");
+      if (!on_axis1(x)) return opaque(n, " (its input's channels are on the last axis)");
       const Tensor& w = g_.initializers.at(n.inputs[1]);
-      const int64_t group = n.attr_int("group", 1), c = channels_of(x);
+      const int64_t group = n.attr_int("group", 1), c = size_on(x, 1);
+      axis_[y] = 1;
       if (group == 1 && w.rank() >= 3) {
         Space& in = per_value_[x];
         in.slices.emplace_back(n.inputs[1], 1);
@@ -164,57 +197,64 @@ class Spaces {
     }
     if (op == "BatchNormalization") {
       if (n.input_count() != 5 || n.attr_int("training_mode", 0) != 0) return opaque(n, "");
+      if (!on_axis1(x)) return opaque(n, " (its input's channels are on the last axis)");
       for (size_t i = 1; i < 5; ++i)
         if (!own_f32(n.inputs[i])) return opaque(n, " with shared or non-constant parameters");
+      if (axis_of(x) >= 0) axis_[y] = axis_of(x);
       unite(x, y);
       Space& s = per_value_[y];
       for (size_t i = 1; i < 5; ++i) s.slices.emplace_back(n.inputs[i], 0);
       s.norms.push_back(&n);
       return;
     }
+    // Per element: any channel axis; pooling: channels on axis 1 only.
     static const std::set<std::string> unary = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish",
                                                 "Elu", "Selu", "Softplus", "Identity", "Mish", "Gelu", "Clip",
-                                                "Dropout", "MaxPool", "AveragePool", "GlobalAveragePool",
-                                                "GlobalMaxPool", "LpPool"};
-    if (unary.count(op)) {
+                                                "Dropout", "Erf", "Neg", "Abs", "Exp", "Softsign", "Celu", "ThresholdedRelu"};
+    static const std::set<std::string> pooling = {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LpPool"};
+    if (unary.count(op) || pooling.count(op)) {
+      if (pooling.count(op) && !on_axis1(x)) return opaque(n, " (its input's channels are on the last axis)");
       for (size_t i = 1; i < n.inputs.size(); ++i)  // Clip's bounds: scalars (constants or Constant nodes)
         if (activation(n.inputs[i]) && !scalar(n.inputs[i])) return opaque(n, " (bounds that are not scalars)");
+      if (axis_of(x) >= 0) axis_[y] = axis_of(x);
       return unite(x, y);
     }
     if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Max" || op == "Min") {
-      // Elementwise over [N, C, ...]: activations of the output's shape join its space; constants
-      // are scalars or per channel ([C, 1, 1] / [1, C, 1, 1], sliced).
-      const ir::TensorType* ty = g_.type_of(y);
-      if (!ty || !ty->has_shape || ty->dims.size() < 3) return opaque(n, " (not over N,C,H,W)");
+      // Elementwise over a space's values: activations of the output's rank and channels join its
+      // space; constants are scalars or per channel (a [C, 1, 1] or [1, C, 1, 1] beside N,C,H,W,
+      // a [F] beside [..., F]: sliced).
+      int a = -1;
+      for (const auto& v : n.inputs)
+        if (activation(v) && axis_of(v) >= 0) {
+          if (a >= 0 && axis_of(v) != a) return opaque(n, " (its inputs' channels are on different axes)");
+          a = axis_of(v);
+        }
+      const int want = rank_of(y);
+      if (a < 0 || want < 2 || a >= want) return opaque(n, "");
+      const int64_t ch = size_on(y, a);
       for (const auto& v : n.inputs) {
+        if (activation(v) && axis_of(v) < 0 && scalar(v)) continue;  // e.g. a Constant node's scalar
         if (activation(v)) {
-          const ir::TensorType* t = g_.type_of(v);
-          if (!t || !t->has_shape || t->dims.size() != ty->dims.size() || channels_of(v) != channels_of(y))
-            return opaque(n, " (broadcast over channels)");
+          if (rank_of(v) != want || size_on(v, a) != ch) return opaque(n, " (broadcast over channels)");
           continue;
         }
         const Tensor& c = g_.initializers.at(v);
         if (c.numel() == 1) continue;
-        const Shape& s = c.shape();
-        const size_t r = s.size(), want = ty->dims.size();
-        if (r == want - 1 && s[0] == channels_of(y) && c.numel() == s[0]) {
-          if (!own_f32(v)) return opaque(n, " with a shared per-channel constant");
-          per_value_[y].slices.emplace_back(v, 0);
-        } else if (r == want && s[0] == 1 && s[1] == channels_of(y) && c.numel() == s[1]) {
-          if (!own_f32(v)) return opaque(n, " with a shared per-channel constant");
-          per_value_[y].slices.emplace_back(v, 1);
-        } else {
+        const int r = static_cast<int>(c.rank()), at = a - (want - r);  // broadcasting aligns the last axes
+        if (at < 0 || c.shape()[static_cast<size_t>(at)] != ch || c.numel() != ch)
           return opaque(n, " (a constant that is not per channel)");
-        }
+        if (!own_f32(v)) return opaque(n, " with a shared per-channel constant");
+        per_value_[y].slices.emplace_back(v, at);
       }
+      axis_[y] = a;
       for (const auto& v : n.inputs)
-        if (activation(v)) unite(v, y);
+        if (activation(v) && !(axis_of(v) < 0 && scalar(v))) unite(v, y);
       return;
     }
     if (op == "Flatten") {
       // [N, C, 1, 1] -> [N, C]: the channels are the features of the Gemm / MatMul reading it.
       const ir::TensorType* t = g_.type_of(x);
-      if (n.attr_int("axis", 1) != 1 || !t || !t->has_shape || t->dims.size() != 4 || !t->dims[2].is_static() ||
+      if (n.attr_int("axis", 1) != 1 || !on_axis1(x) || !t || !t->has_shape || t->dims.size() != 4 || !t->dims[2].is_static() ||
           !t->dims[3].is_static() || t->dims[2].value != 1 || t->dims[3].value != 1)
         return opaque(n, " (not over 1x1 maps)");
       if (std::count(g_.outputs.begin(), g_.outputs.end(), y)) return opaque(n, " (its output is a graph output)");
@@ -229,8 +269,44 @@ class Spaces {
       handled_.insert(y);
       return;
     }
-    if ((op == "Gemm" || op == "MatMul") && handled_.count(x)) return;  // its weights are sliced by Flatten
+    if (op == "Gemm" || op == "MatMul") return matmul(n);
     opaque(n, "");
+  }
+
+  // Gemm / MatMul with its own constant 2-D weight: its input features (the weight's K axis)
+  // belong to the input's space, its output features (the N axis, and a Gemm's bias) start one.
+  void matmul(ir::Node& n) {
+    const bool gemm = n.op_type == "Gemm";
+    const std::string& x = n.inputs[0];
+    const std::string& y = n.outputs[0];
+    if (n.inputs.size() < 2 || !own_f32(n.inputs[1]) || g_.initializers.at(n.inputs[1]).rank() != 2 ||
+        (gemm && n.attr_int("transA", 0)))
+      return opaque(n, " whose weights are not its own constant matrix");
+    const Tensor& w = g_.initializers.at(n.inputs[1]);
+    const int oa = out_axis(n), ry = rank_of(y);
+    if (ry < 2) return opaque(n, "");
+    const int64_t features = w.shape()[static_cast<size_t>(oa)];
+    std::optional<int> bias_axis;
+    if (gemm && n.has_input(2)) {
+      const std::string& c = n.inputs[2];
+      if (!g_.is_initializer(c)) return opaque(n, " (a bias that is not a constant)");
+      const Tensor& b = g_.initializers.at(c);
+      if (b.numel() != 1) {
+        if (!own_f32(c) || b.numel() != features || b.shape().back() != features)
+          return opaque(n, " (a bias that is not per feature)");
+        bias_axis = static_cast<int>(b.rank()) - 1;
+      }
+    }
+    if (!handled_.count(x)) {  // (behind Flatten, the K axis is sliced with the conv's channels)
+      if (axis_of(x) >= 0 && axis_of(x) != rank_of(x) - 1) block(x, "read by " + n.where() + " (channels not on the last axis)");
+      else per_value_[x].slices.emplace_back(n.inputs[1], 1 - oa);
+    }
+    axis_[y] = ry - 1;
+    Space& out = per_value_[y];
+    out.producers.push_back(&n);
+    out.slices.emplace_back(n.inputs[1], oa);
+    if (bias_axis) out.slices.emplace_back(n.inputs[2], *bias_axis);
+    out.channels = features;
   }
 
   ir::Graph& g_;
@@ -238,6 +314,7 @@ class Spaces {
   std::unordered_map<std::string, std::string> parent_;
   std::map<std::string, Space> per_value_;
   std::unordered_set<std::string> handled_;
+  std::unordered_map<std::string, int> axis_;  // value -> its channel axis
 };
 
 // Per-channel importance of a space: the producers' filter norms summed (or BatchNorm scales,
@@ -258,13 +335,18 @@ std::vector<double> importance(const ir::Graph& g, const Spaces::Space& s, const
   }
   for (const ir::Node* p : s.producers) {
     const Tensor& w = g.initializers.at(p->inputs[1]);
-    const int64_t per = w.numel() / s.channels;
+    // Channel i's weights: w[o, i, k] over the axes before and after the output axis.
+    const int axis = out_axis(*p);
+    int64_t outer = 1, inner = 1;
+    for (int a = 0; a < axis; ++a) outer *= w.shape()[static_cast<size_t>(a)];
+    for (size_t a = static_cast<size_t>(axis) + 1; a < w.shape().size(); ++a) inner *= w.shape()[a];
     const float* d = w.data<float>();
-    for (int64_t i = 0; i < s.channels; ++i)
-      for (int64_t j = 0; j < per; ++j) {
-        const double x = d[i * per + j];
-        v[static_cast<size_t>(i)] += o.criterion == "l2" ? x * x : std::abs(x);
-      }
+    for (int64_t o2 = 0; o2 < outer; ++o2)
+      for (int64_t i = 0; i < s.channels; ++i)
+        for (int64_t k = 0; k < inner; ++k) {
+          const double x = d[(o2 * s.channels + i) * inner + k];
+          v[static_cast<size_t>(i)] += o.criterion == "l2" ? x * x : std::abs(x);
+        }
   }
   return v;
 }
@@ -273,7 +355,7 @@ void structured(ir::Graph& g, const PruneOptions& o, PruneReport& rep) {
   std::mt19937 rng(o.seed);
   Spaces sp(g);
   std::map<std::string, Spaces::Space> spaces = sp.gather();
-  std::map<std::string, int64_t> kept;  // space root -> channels kept
+  std::map<std::string, std::vector<int64_t>> kept;  // space root -> the channels kept
   for (auto& [root, s] : spaces) {
     if (s.producers.empty()) continue;
     bool asked = o.only.empty();
@@ -281,7 +363,7 @@ void structured(ir::Graph& g, const PruneOptions& o, PruneReport& rep) {
       asked = asked || std::find(o.only.begin(), o.only.end(), p->name) != o.only.end();
     if (!asked) continue;
     for (const ir::Node* p : s.producers)
-      if (g.initializers.at(p->inputs[1]).shape()[0] != s.channels && s.blocked.empty())
+      if (g.initializers.at(p->inputs[1]).shape()[static_cast<size_t>(out_axis(*p))] != s.channels && s.blocked.empty())
         s.blocked = "its producers disagree on the channel count";
     double ratio = 1;
     for (const ir::Node* p : s.producers) ratio = std::min(ratio, o.ratio_of(p->name));
@@ -294,18 +376,23 @@ void structured(ir::Graph& g, const PruneOptions& o, PruneReport& rep) {
                      [&](int64_t a, int64_t b) { return imp[static_cast<size_t>(a)] > imp[static_cast<size_t>(b)]; });
     std::vector<int64_t> keep(order.begin(), order.begin() + keep_n);
     std::sort(keep.begin(), keep.end());
+    kept[root] = std::move(keep);
+  }
+  // Every space ranked on the unpruned weights, then cut (a layer's ranking does not depend on
+  // whether its input channels were cut first).
+  for (auto& [root, keep] : kept) {
+    Spaces::Space& s = spaces.at(root);
     for (auto& [name, axis] : s.slices) {
       Tensor t = take(g.initializers.at(name), axis, keep);
       g.types[name] = ir::TensorType::of(t.dtype(), t.shape());
       g.initializers[name] = std::move(t);
     }
-    for (ir::Node* d : s.depthwise) d->attrs["group"] = keep_n;
-    kept[root] = keep_n;
+    for (ir::Node* d : s.depthwise) d->attrs["group"] = static_cast<int64_t>(keep.size());
   }
-  // One line per convolution that produces channels, in graph order.
+  // One line per producer of channels (Conv, Gemm, MatMul), in graph order.
   for (size_t idx : g.topo_order()) {
     const ir::Node& n = *g.nodes[idx];
-    if (n.op_type != "Conv" || n.outputs.empty()) continue;
+    if (!producer_type(n) || n.outputs.empty()) continue;
     const std::string root = sp.root_of(n.outputs[0]);
     auto it = spaces.find(root);
     if (it == spaces.end() || std::find(it->second.producers.begin(), it->second.producers.end(), &n) ==
@@ -314,7 +401,7 @@ void structured(ir::Graph& g, const PruneOptions& o, PruneReport& rep) {
     if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), n.name) == o.only.end()) continue;
     const Spaces::Space& s = it->second;
     LayerPruning lp{n.name, n.op_type, s.channels, s.channels, s.blocked, static_cast<int>(s.producers.size())};
-    if (kept.count(root)) lp.after = kept[root];
+    if (kept.count(root)) lp.after = static_cast<int64_t>(kept[root].size());
     rep.layers.push_back(std::move(lp));
   }
 }
@@ -540,18 +627,19 @@ std::vector<ChannelGroup> channel_groups(const ir::Graph& graph) {
   std::vector<ChannelGroup> out;
   for (size_t idx : g.topo_order()) {
     const ir::Node& n = *g.nodes[idx];
-    if (n.op_type != "Conv" || n.outputs.empty()) continue;
+    if (!producer_type(n) || n.outputs.empty()) continue;
     const std::string root = sp.root_of(n.outputs[0]);
     auto it = spaces.find(root);
     if (it == spaces.end() || !it->second.blocked.empty() || it->second.channels < 2) continue;
     const auto& prod = it->second.producers;
     if (std::find(prod.begin(), prod.end(), &n) == prod.end()) continue;
     bool agree = true;
-    for (const ir::Node* p : prod) agree = agree && g.initializers.at(p->inputs[1]).shape()[0] == it->second.channels;
+    for (const ir::Node* p : prod)
+      agree = agree && g.initializers.at(p->inputs[1]).shape()[static_cast<size_t>(out_axis(*p))] == it->second.channels;
     if (!agree) continue;
     auto [pos, fresh] = at.emplace(root, out.size());
     if (fresh) out.push_back({{}, it->second.channels});
-    out[pos->second].convs.push_back(n.name);
+    out[pos->second].producers.push_back(n.name);
   }
   return out;
 }
@@ -590,6 +678,17 @@ void prune_activations(ir::Graph& g, const PruneOptions& o, PruneReport& rep) {
 }
 }  // namespace
 
+namespace {
+// Forgets the inferred types of the values inside the graph (its inputs', outputs' and
+// constants' stay), for shape inference to run again.
+void forget_inner_types(ir::Graph& g) {
+  std::unordered_set<std::string> keep(g.inputs.begin(), g.inputs.end());
+  keep.insert(g.outputs.begin(), g.outputs.end());
+  for (auto it = g.types.begin(); it != g.types.end();)
+    it = keep.count(it->first) || g.initializers.count(it->first) ? std::next(it) : g.types.erase(it);
+}
+}  // namespace
+
 PruneReport prune_graph(ir::Graph& g, const PruneOptions& o) {
   if (!(o.ratio >= 0 && o.ratio < 1)) fail(fmt::format("prune: ratio {} must be in [0, 1)", o.ratio));
   if (o.criterion != "l1" && o.criterion != "l2" && o.criterion != "bn" && o.criterion != "random")
@@ -600,19 +699,24 @@ PruneReport prune_graph(ir::Graph& g, const PruneOptions& o) {
   PruneReport rep;
   rep.options = o;
   auto measure = [&](int64_t& params, int64_t& nz, double& flops) {
-    const nlohmann::json info = passes::model_info(g);
+    // FLOPs at batch 1: the inputs' symbolic dims bound to 1 in a copy, its shapes inferred.
+    ir::Graph c = g;
+    for (const auto& v : c.inputs)
+      if (auto it = c.types.find(v); it != c.types.end())
+        for (auto& d : it->second.dims)
+          if (!d.is_static()) d = ir::Dim{1, ""};
+    forget_inner_types(c);
+    passes::infer_shapes(c);
+    const nlohmann::json info = passes::model_info(c);
     params = info["parameters"].get<int64_t>();
     flops = info["total"]["flops"].get<double>();
     nz = nonzeros(g);
   };
   measure(rep.params_before, rep.nonzero_before, rep.flops_before);
   if (o.structured) {
+    passes::infer_shapes(g);  // the channel counts of every value
     structured(g, o, rep);
-    // Shapes again: forget the inferred types of values inside the graph.
-    std::unordered_set<std::string> keep(g.inputs.begin(), g.inputs.end());
-    keep.insert(g.outputs.begin(), g.outputs.end());
-    for (auto it = g.types.begin(); it != g.types.end();)
-      it = keep.count(it->first) || g.initializers.count(it->first) ? std::next(it) : g.types.erase(it);
+    forget_inner_types(g);
     passes::infer_shapes(g);
   } else {
     unstructured(g, o, rep);

@@ -2,12 +2,14 @@
 // Pruning. Unstructured: the smallest weights (by magnitude, or at random) of Conv, Gemm and
 // MatMul set to zero, per layer (local) or under one threshold across layers (global); the model
 // keeps its shapes, so dense kernels run no faster. Structured: whole output channels of Conv
-// layers removed, with the removal carried through the layers that read them (BatchNorm
-// parameters, activations and pooling, depthwise convolutions and their groups, the next
-// convolution's input channels, a classifier behind global pooling and Flatten), so the model is
-// smaller and faster on dense kernels. Convolutions whose outputs meet in residual Adds (and
-// other elementwise ops over N,C,H,W) lose the same channels. Channels that reach anything else
-// (a Concat, a reshape, a graph input or output) stay, and the report says why.
+// layers and output features (weight rows) of Gemm and MatMul layers with constant weights
+// removed, with the removal carried through the layers that read them (BatchNorm parameters,
+// biases, activations and pooling, depthwise convolutions and their groups, the next layer's
+// input channels or features, a classifier behind global pooling and Flatten), so the model is
+// smaller and faster on dense kernels: a CNN's filters, an MLP's hidden units, a transformer
+// block's MLP width. Layers whose outputs meet in residual Adds (and other elementwise ops) lose
+// the same channels. Channels that reach anything else (a Concat, a reshape, attention heads,
+// LayerNorm, a graph input or output) stay, and the report says why.
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -87,11 +89,11 @@ struct PruneReport {
 // Prunes `g` in place (shapes are inferred again). BadInput for a bad ratio or criterion.
 PruneReport prune_graph(ir::Graph& g, const PruneOptions& o);
 
-// The channel spaces structured pruning can cut, one per set of convolutions whose output
-// channels are tied (a residual group is one), in graph order of their first conv. A space that
-// must stay whole is left out. Searches choose one ratio per group.
+// The channel spaces structured pruning can cut, one per set of layers (Conv, Gemm, MatMul)
+// whose output channels are tied (a residual group is one), in graph order of their first
+// layer. A space that must stay whole is left out. Searches choose one ratio per group.
 struct ChannelGroup {
-  std::vector<std::string> convs;  // the producers, graph order
+  std::vector<std::string> producers;  // graph order
   int64_t channels = 0;
 };
 std::vector<ChannelGroup> channel_groups(const ir::Graph& g);

@@ -255,13 +255,14 @@ Decisions::Decisions(const SearchSpace& space, const ir::Graph& original, const 
     for (auto& g : prune::channel_groups(original)) {
       const ir::Node* first = nullptr;
       for (const auto& n : original.nodes)
-        if (n->name == g.convs.front()) first = n.get();
+        if (n->name == g.producers.front()) first = n.get();
       if (!space.prune_layers.empty() && (!first || !space.prune_layers.matches(*first))) continue;
-      vars_.push_back({Variable::Prune, g.convs.front(), "Conv", g.convs, g.channels, space.prune.size()});
+      vars_.push_back({Variable::Prune, g.producers.front(), first ? first->op_type : "Conv", g.producers, g.channels,
+                       space.prune.size()});
       any = true;
     }
     if (!any && !space.prune_layers.empty())
-      fail(space.source + ": 'prune_layers' (" + space.prune_layers.describe() + ") matches no channel group's first conv");
+      fail(space.source + ": 'prune_layers' (" + space.prune_layers.describe() + ") matches no channel group's first layer");
   }
   if (vars_.empty()) fail(space.source + ": the space has no variable on this model (no quantizable or prunable layer)");
 }

@@ -11,8 +11,8 @@
 //   layers: {type: Conv}              # optional: only these layers get a precision variable
 //                                     # (the others keep the quant config's choice)
 //   prune: [0, 0.25, 0.5]             # structured ratios per channel group (absent: no pruning)
-//   prune_layers: {regex: "conv1/"}   # optional: only the groups whose first conv it matches
-//                                     # (a group is named by its first conv, as in trials.csv)
+//   prune_layers: {regex: "conv1/"}   # optional: only the groups whose first layer it matches
+//                                     # (a group is named by its first layer, as in trials.csv)
 //   criterion: l1                     # l1 | l2 | bn | random
 //   finetune: {steps: 20, batch: 32, lr: 0.01, optimizer: sgd}  # pruned trials trained first
 //                                     # (on the search's training data) before they are quantized
@@ -65,9 +65,9 @@ struct SearchSpace {
 
 struct Variable {
   enum Kind { Precision, Prune } kind = Precision;
-  std::string name;                 // the layer, or the group's first conv
+  std::string name;                 // the layer, or the group's first layer
   std::string op;                   // precision: the layer's op type
-  std::vector<std::string> nodes;   // precision: the layer; prune: the group's convs
+  std::vector<std::string> nodes;   // precision: the layer; prune: the group's layers (Conv, Gemm, MatMul)
   int64_t channels = 0;             // prune: output channels of the group
   size_t choices = 0;
 };
