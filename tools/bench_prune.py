@@ -6,7 +6,7 @@ Each model is pruned with `joule prune --structured --ratio R` (no fine-tuning: 
 size and speed, not accuracy); the original and the pruned models are then timed in separate
 processes, interleaved, best median of --processes per engine. Prints a Markdown table.
 
-usage: /usr/bin/python3 tools/bench_prune.py --model-dir ~/.cache/joule/models \
+usage: /usr/bin/python3 tools/bench_prune.py --model-dir ~/.cache/joule/models \   (or the zoo: ~/.cache/joule/zoo)
           [--models resnet18,mobilenet_v2,mobilenet_v3_small] [--ratios 0.25,0.5] [--threads 1] [--processes 3]
 """
 import argparse
@@ -19,9 +19,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
-def joule_ms(joule, model, threads, runs):
-    out = subprocess.run([joule, "bench", model, "--threads", str(threads), "--runs", str(runs), "--warmup", "3",
-                          "--format", "json"], check=True, capture_output=True, text=True).stdout
+def joule_ms(joule, model, inp, threads, runs):
+    out = subprocess.run([joule, "bench", model, "-i", inp, "--threads", str(threads), "--runs", str(runs),
+                          "--warmup", "3", "--format", "json"], check=True, capture_output=True, text=True).stdout
     return json.loads(out)["latency_ms"]["median"]
 
 
@@ -57,7 +57,7 @@ def main():
         best = {}
         for _ in range(a.processes):
             for label, path, _ in variants:
-                for eng, fn in (("joule", lambda: joule_ms(a.joule, path, a.threads, a.runs)),
+                for eng, fn in (("joule", lambda: joule_ms(a.joule, path, inp, a.threads, a.runs)),
                                 ("ort", lambda: ort_ms(path, inp, a.threads, a.runs))):
                     best[(label, eng)] = min(best.get((label, eng), 1e9), fn())
         j0, o0 = best[("original", "joule")], best[("original", "ort")]
