@@ -27,7 +27,7 @@ Action add_prune(CLI::App& app) {
                               "activation pruning: zero this share of each sample's inputs of every Conv, Gemm and MatMul at run "
                               "time (a joule PruneActivation node in front: the model then runs on joule only)");
   app.add_flag("--structured", a->opt.structured,
-               "remove whole output channels of convolutions, carried through the layers that read them");
+               "remove whole output channels of convolutions and output features of Gemm/MatMul layers, carried through the layers that read them");
   app.add_option("--criterion", a->opt.criterion, "l1, l2, bn (|BatchNorm scale|, structured) or random")
       ->capture_default_str();
   app.add_option("--scope", a->opt.scope, "local (each layer its ratio) or global (one threshold; unstructured)")
