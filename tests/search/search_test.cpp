@@ -306,6 +306,67 @@ TEST(Search, WithoutLabelsTheAccuracyIsTheOutputSqnrAndConstraintsHold) {
   fs::remove_all(dir);
 }
 
+// QAT as a choice: a variable "qat" (off | on) after the others; on means something only for a
+// quantized trial (an all-FP32 genome with qat on is the same model, the same key); the QAT
+// trial is trained (its accuracy is not the calibrated W8A8's) and reads back from trials.jsonl.
+TEST(Search, QatIsAChoiceOfQuantizedTrials) {
+  const api::Model m = api::Model::load("default");
+  const search::SearchSpace s =
+      search::SearchSpace::parse("precision: [fp32, int8]\nqat: {steps: 2, batch: 8, lr: 0.001, method: ste}\n", "s.yaml");
+  EXPECT_EQ(s.qat_method, "ste");
+  {
+    api::QuantOptions qo;
+    const api::QuantModel q = api::plan_model(m, qo, s.quant);
+    const search::Decisions d(s, m.graph(), q.graph, q.plan.choices);
+    ASSERT_EQ(d.variables().back().kind, search::Variable::Qat);
+    EXPECT_EQ(d.label(d.variables().size() - 1, 1), "on");
+    std::vector<int> x32 = *d.uniform("fp32"), x8 = *d.uniform("int8");
+    EXPECT_EQ(x32.back(), 0);
+    x32.back() = 1;
+    EXPECT_FALSE(d.candidate(x32).qat);
+    EXPECT_EQ(d.key(x32), d.key(*d.uniform("fp32")));  // nothing to train: the same trial
+    std::vector<int> x8q = x8;
+    x8q.back() = 1;
+    EXPECT_TRUE(d.candidate(x8q).qat);
+    EXPECT_NE(d.key(x8q), d.key(x8));
+    EXPECT_EQ(d.key(x8q).back(), '1');
+  }
+  const fs::path dir = scratch("qat");
+  api::SearchOptions o;
+  o.data = api::DataSource::from_spec(kModels + "/fashion_cnn_sample.npy");
+  o.calib_samples = 16;
+  o.val = api::DataSource::from_spec(kFashion + ":test");
+  o.val_samples = 100;
+  o.trials = 3;  // FP32, W8A8 (the base config), W8A8 with QAT
+  o.runs = 1;
+  o.min_time_s = 0;
+  o.warmup = 0;
+  o.algorithm = "random";
+  o.space = "precision: [int8]\nqat: {steps: 3, batch: 8, lr: 0.001}\n";
+  o.out_dir = dir.string();
+  EXPECT_NE(error_of([&] { api::search(m, o); }).find("--train-data"), std::string::npos);
+  o.train = api::DataSource::from_spec(kModels + "/fashion_cnn_sample.npy");
+  const api::SearchReport r = api::search(m, o);
+  ASSERT_EQ(r.trials.size(), 3u);
+  const api::Trial* q = nullptr;
+  for (const auto& t : r.trials)
+    if (t.qat) q = &t;
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(q->key, "1");
+  EXPECT_TRUE(q->error.empty()) << q->error;
+  EXPECT_FALSE(r.w8a8.qat);
+  EXPECT_NE(q->accuracy, r.w8a8.accuracy);  // trained, not only calibrated
+  const api::SearchReport again = api::search(m, o);  // resumed: nothing runs again
+  for (const auto& t : again.trials) EXPECT_TRUE(t.resumed);
+  bool qat_back = false;
+  for (const auto& t : again.trials) qat_back = qat_back || (t.qat && t.key == "1");
+  EXPECT_TRUE(qat_back);
+  EXPECT_NE(error_of([] { search::SearchSpace::parse("qat: {steps: 0}\n", "s.yaml"); }).find("steps"), std::string::npos);
+  EXPECT_NE(error_of([] { search::SearchSpace::parse("qat: {steps: 5, method: foo}\n", "s.yaml"); }).find("ste, lsq"),
+            std::string::npos);
+  fs::remove_all(dir);
+}
+
 TEST(Search, PrunedTrialsAreFineTunedWhenTheSpaceSaysSo) {
   const fs::path dir = scratch("finetune");
   const api::Model m = api::Model::load("default");

@@ -79,6 +79,8 @@ class Searcher {
       fail(space_.source + ": finetune is for pruned trials, and the space has no prune choices");
     if (space_.finetune.steps > 0 && o_.train.empty())
       fail("search: the space fine-tunes pruned trials: give the training data (--train-data SPEC)");
+    if (space_.qat.steps > 0 && o_.train.empty())
+      fail("search: the space trains quantized trials with QAT: give the training data (--train-data SPEC)");
     if (o_.cost == "predicted") predictor_ = open_predictor(o_.opdb);
     else open_energy();
     std::filesystem::create_directories(o_.out_dir + "/calib");
@@ -233,18 +235,8 @@ class Searcher {
       ir::Graph g = m_.graph();
       prune::prune_graph(g, c.prune);
       cur = m_.derived(std::move(g), m_.name() + "_pruned");
-      if (space_.finetune.steps > 0) {  // recovers on the training data before it is quantized
-        TrainOptions t;
-        t.data = o_.train;
-        t.preprocess = o_.preprocess;
-        t.steps = space_.finetune.steps;
-        t.batch = space_.finetune.batch;
-        t.optimizer.name = space_.finetune.optimizer;
-        t.optimizer.lr = space_.finetune.lr;
-        t.threads = 0;  // every core: training time is not what the trial measures
-        t.seed = o_.seed;
-        cur = m_.derived(ir::Graph(train(cur, t, hooks_).model.graph()), m_.name() + "_pruned");
-      }
+      if (space_.finetune.steps > 0)  // recovers on the training data before it is quantized
+        cur = m_.derived(ir::Graph(train(cur, training(space_.finetune), hooks_).model.graph()), m_.name() + "_pruned");
       pk.clear();
       for (const auto& v : dec_->variables())
         if (v.kind == search::Variable::Prune) pk += fmt::format("{:g}_", c.prune.ratio_of(v.name));
@@ -264,9 +256,32 @@ class Searcher {
       qo.calib_cache = o_.out_dir + "/calib/" + safe_filename(pk) + ".json";
       qo.preprocess = o_.preprocess;
       qo.threads = o_.threads;
-      cur = quantize(cur, qo, hooks_).model;
+      if (c.qat) {
+        QatOptions q;
+        q.quant = qo;
+        q.quant.calib_cache.clear();  // QAT calibrates the model it trains (BatchNorm folded first)
+        q.train = training(space_.qat);
+        q.method = space_.qat_method;
+        cur = qat(cur, q, hooks_).model;
+      } else {
+        cur = quantize(cur, qo, hooks_).model;
+      }
     }
     return cur;
+  }
+
+  // Training options for a finetune or qat block of the space, on the search's training data.
+  TrainOptions training(const search::SearchSpace::Training& b) const {
+    TrainOptions t;
+    t.data = o_.train;
+    t.preprocess = o_.preprocess;
+    t.steps = b.steps;
+    t.batch = b.batch;
+    t.optimizer.name = b.optimizer;
+    t.optimizer.lr = b.lr;
+    t.threads = 0;  // every core: training time is not what the trial measures
+    t.seed = o_.seed;
+    return t;
   }
 
   // Bytes of the constants as the candidate stores them: each layer's weight at its precision's
@@ -365,6 +380,7 @@ class Searcher {
     t.key = key;
     t.genome = x;
     t.precision = c.precision;
+    t.qat = c.qat;
     for (const auto& [n, r] : c.prune.node_ratio)
       if (r > 0) t.prune[n] = r;
     try {
@@ -415,7 +431,7 @@ class Searcher {
     r.point = t.key;
     r.command = "search";
     r.model = m_.name();
-    r.params = {{"precision", t.precision}, {"prune", t.prune}};
+    r.params = {{"precision", t.precision}, {"prune", t.prune}, {"qat", t.qat}};
     r.status = t.error.empty() ? "done" : "failed";
     r.error = t.error;
     r.result = {{"trial", t.to_json()}};
@@ -525,8 +541,9 @@ class Searcher {
     if (!t.prune.empty()) {
       double mean = 0;
       for (const auto& [_, r] : t.prune) mean += r;
-      parts.push_back(fmt::format("{} convs pruned (mean {:.2f})", t.prune.size(), mean / static_cast<double>(t.prune.size())));
+      parts.push_back(fmt::format("{} layers pruned (mean {:.2f})", t.prune.size(), mean / static_cast<double>(t.prune.size())));
     }
+    if (t.qat) parts.push_back(fmt::format("QAT ({}, {} steps)", space_.qat_method, space_.qat.steps));
     return fmt::format("{}", fmt::join(parts, ", "));
   }
 
@@ -699,6 +716,7 @@ nlohmann::json Trial::to_json() const {
           {"genome", genome},
           {"precision", precision},
           {"prune", prune},
+          {"qat", qat},
           {"accuracy", accuracy},
           {"latency_ms", latency_ms},
           {"energy_mj", opt_num(energy_mj)},
@@ -722,6 +740,7 @@ Trial Trial::from_json(const nlohmann::json& j) {
   t.genome = j.value("genome", std::vector<int>{});
   t.precision = j.value("precision", std::map<std::string, std::string>{});
   t.prune = j.value("prune", std::map<std::string, double>{});
+  t.qat = j.value("qat", false);
   t.accuracy = j.value("accuracy", 0.0);
   t.latency_ms = j.value("latency_ms", 0.0);
   t.energy_mj = num_opt(j, "energy_mj");

@@ -1,7 +1,8 @@
 #pragma once
-// Multi-objective search over per-layer precision and structured pruning ratio (search/space.h),
-// every trial built, compiled and measured on the engine: the model pruned (prune/), quantized
-// (calibrated QDQ, run on the integer kernels), bf16 layers on oneDNN's bf16 kernels; accuracy
+// Multi-objective search over per-layer precision, structured pruning ratio and QAT on/off
+// (search/space.h), every trial built, compiled and measured on the engine: the model pruned
+// (prune/, optionally fine-tuned), quantized (calibrated QDQ, or trained by QAT; run on the
+// integer kernels), bf16 layers on oneDNN's bf16 kernels; accuracy
 // on validation data (top-1 with labels, else the output's SQNR against FP32); latency and
 // energy measured (median of timed runs; energy from a sensor or the named estimator) or
 // predicted from the operator database, in which case the front is measured again at the end.
@@ -26,7 +27,7 @@ struct SearchOptions {
   std::string space;                  // the space: a YAML file or YAML text (search/space.h)
   DataSource data;                    // calibration samples (needed when a layer may be quantized)
   size_t calib_samples = 32;
-  DataSource train;                   // labelled training data: the space's finetune of pruned trials
+  DataSource train;                   // labelled training data: the space's finetune and qat
   DataSource val;                     // validation samples: labelled -> top-1 %, else SQNR dB vs FP32
   size_t val_samples = 256;           // the first N (0: all)
   DataOptions preprocess;
@@ -52,7 +53,8 @@ struct Trial {
   std::string key;                    // the genome, compact ("fp32"/"w8a8" for baselines outside the space)
   std::vector<int> genome;            // empty for a baseline outside the space
   std::map<std::string, std::string> precision;  // layer -> choice
-  std::map<std::string, double> prune;           // conv -> ratio (ratios > 0)
+  std::map<std::string, double> prune;           // layer -> ratio (ratios > 0)
+  bool qat = false;                              // trained with QAT (the space's qat block)
   double accuracy = 0, latency_ms = 0, size_mb = 0;
   std::optional<double> energy_mj;
   double params = 0, flops = 0;

@@ -53,6 +53,36 @@ nlohmann::json Constraints::to_json() const {
   return j;
 }
 
+namespace {
+// A training block (finetune, qat): steps, batch, lr, optimizer (and qat's method).
+void read_training(const YAML::Node& v, const std::string& where, SearchSpace::Training& t, std::string* method) {
+  const std::string keys = method ? "steps, batch, lr, optimizer, method" : "steps, batch, lr, optimizer";
+  if (!v.IsMap()) fail(where + ": a map (" + keys + ")");
+  for (auto f = v.begin(); f != v.end(); ++f) {
+    const std::string fk = f->first.as<std::string>();
+    const std::string fw = where + "." + fk;
+    if (fk == "steps" || fk == "batch") {
+      const double x = number(f->second, fw);
+      if (!(x >= (fk == "steps" ? 0 : 1)) || x != std::floor(x)) fail(fw + ": a whole number" + (fk == "batch" ? " >= 1" : " >= 0"));
+      (fk == "steps" ? t.steps : t.batch) = static_cast<int64_t>(x);
+    } else if (fk == "lr") {
+      t.lr = number(f->second, fw);
+      if (!(t.lr > 0)) fail(fw + ": must be positive");
+    } else if (fk == "optimizer") {
+      t.optimizer = f->second.as<std::string>();
+      if (t.optimizer != "sgd" && t.optimizer != "adam" && t.optimizer != "adamw")
+        fail(fw + ": '" + t.optimizer + "': expected sgd, adam or adamw");
+    } else if (fk == "method" && method) {
+      *method = f->second.as<std::string>();
+      if (*method != "ste" && *method != "lsq" && *method != "pact" && *method != "tqt")
+        fail(fw + ": '" + *method + "': expected ste, lsq, pact or tqt");
+    } else {
+      fail(where + ": unknown key '" + fk + "' (" + keys + ")");
+    }
+  }
+}
+}  // namespace
+
 SearchSpace SearchSpace::parse(const std::string& text, const std::string& source) {
   return read_yaml(source, [&] {
     SearchSpace s;
@@ -108,25 +138,10 @@ SearchSpace SearchSpace::parse(const std::string& text, const std::string& sourc
           if (s.criterion != "l1" && s.criterion != "l2" && s.criterion != "bn" && s.criterion != "random")
             fail(where + ": '" + s.criterion + "': expected l1, l2, bn or random");
         } else if (k == "finetune") {
-          if (!v.IsMap()) fail(where + ": a map (steps, batch, lr, optimizer)");
-          for (auto f = v.begin(); f != v.end(); ++f) {
-            const std::string fk = f->first.as<std::string>();
-            const std::string fw = where + "." + fk;
-            if (fk == "steps" || fk == "batch") {
-              const double x = number(f->second, fw);
-              if (!(x >= (fk == "steps" ? 0 : 1)) || x != std::floor(x)) fail(fw + ": a whole number" + (fk == "batch" ? " >= 1" : " >= 0"));
-              (fk == "steps" ? s.finetune.steps : s.finetune.batch) = static_cast<int64_t>(x);
-            } else if (fk == "lr") {
-              s.finetune.lr = number(f->second, fw);
-              if (!(s.finetune.lr > 0)) fail(fw + ": must be positive");
-            } else if (fk == "optimizer") {
-              s.finetune.optimizer = f->second.as<std::string>();
-              if (s.finetune.optimizer != "sgd" && s.finetune.optimizer != "adam" && s.finetune.optimizer != "adamw")
-                fail(fw + ": '" + s.finetune.optimizer + "': expected sgd, adam or adamw");
-            } else {
-              fail(where + ": unknown key '" + fk + "' (steps, batch, lr, optimizer)");
-            }
-          }
+          read_training(v, where, s.finetune, nullptr);
+        } else if (k == "qat") {
+          read_training(v, where, s.qat, &s.qat_method);
+          if (s.qat.steps == 0) fail(where + ".steps: give the steps each QAT trial trains (>= 1)");
         } else if (k == "constraints") {
           if (!v.IsMap()) fail(where + ": a map (accuracy_drop, min_accuracy, latency_ms, energy_mj, size_mb)");
           for (auto c = v.begin(); c != v.end(); ++c) {
@@ -140,7 +155,8 @@ SearchSpace SearchSpace::parse(const std::string& text, const std::string& sourc
             else fail(where + ": unknown constraint '" + ck + "' (accuracy_drop, min_accuracy, latency_ms, energy_mj, size_mb)");
           }
         } else {
-          fail(where + ": unknown key (quant, precision, formats, layers, prune, prune_layers, criterion, finetune, constraints)");
+          fail(where + ": unknown key (quant, precision, formats, layers, prune, prune_layers, criterion, finetune, qat, "
+                       "constraints)");
         }
       } catch (const YAML::Exception&) {
         fail(where + ": bad value");
@@ -264,12 +280,14 @@ Decisions::Decisions(const SearchSpace& space, const ir::Graph& original, const 
     if (!any && !space.prune_layers.empty())
       fail(space.source + ": 'prune_layers' (" + space.prune_layers.describe() + ") matches no channel group's first layer");
   }
+  if (space.qat.steps > 0) vars_.push_back({Variable::Qat, "qat", "", {}, 0, 2});
   if (vars_.empty()) fail(space.source + ": the space has no variable on this model (no quantizable or prunable layer)");
 }
 
 std::string Decisions::label(size_t v, size_t c) const {
   const Variable& var = vars_.at(v);
   if (var.kind == Variable::Precision) return space_.precision.at(c);
+  if (var.kind == Variable::Qat) return c ? "on" : "off";
   return fmt::format("{:g}", space_.prune.at(c));
 }
 
@@ -286,6 +304,10 @@ Candidate Decisions::candidate(const std::vector<int>& x) const {
     if (x[i] < 0 || static_cast<size_t>(x[i]) >= v.choices)
       fail(fmt::format("search: variable {} ({}) has no choice {}", i, v.name, x[i]));
     const std::string l = label(i, static_cast<size_t>(x[i]));
+    if (v.kind == Variable::Qat) {
+      c.qat = x[i] == 1;
+      continue;
+    }
     if (v.kind == Variable::Prune) {
       for (const auto& n : v.nodes) c.prune.node_ratio[n] = space_.prune[static_cast<size_t>(x[i])];
       continue;
@@ -308,6 +330,7 @@ Candidate Decisions::candidate(const std::vector<int>& x) const {
   }
   // Layers without a variable keep the base config's choice.
   if (any_quantized || fixed_quantized_ > 0) c.quant_yaml = dump(root);
+  c.qat = c.qat && c.quantized();
   return c;
 }
 
@@ -316,7 +339,9 @@ std::optional<std::vector<int>> Decisions::uniform(const std::string& precision)
   const auto p = std::find(space_.precision.begin(), space_.precision.end(), precision);
   const auto z = std::find(space_.prune.begin(), space_.prune.end(), 0.0);
   for (size_t i = 0; i < vars_.size(); ++i) {
-    if (vars_[i].kind == Variable::Precision) {
+    if (vars_[i].kind == Variable::Qat) {
+      x[i] = 0;
+    } else if (vars_[i].kind == Variable::Precision) {
       if (p == space_.precision.end()) return std::nullopt;
       x[i] = static_cast<int>(p - space_.precision.begin());
     } else {
@@ -331,7 +356,9 @@ std::string Decisions::key(const std::vector<int>& x) const {
   std::string k;
   for (size_t i = 0; i < x.size() && i < vars_.size(); ++i) {
     if (i > 0 && vars_[i].kind != vars_[i - 1].kind) k += '|';
-    k += kDigits[x[i]];
+    int d = x[i];
+    if (vars_[i].kind == Variable::Qat && d == 1 && !candidate(x).qat) d = 0;  // nothing quantized to train
+    k += kDigits[d];
   }
   return k;
 }
@@ -349,7 +376,7 @@ nlohmann::json Decisions::to_json() const {
     const Variable& v = vars_[i];
     nlohmann::json c = nlohmann::json::array();
     for (size_t k = 0; k < v.choices; ++k) c.push_back(label(i, k));
-    j.push_back({{"kind", v.kind == Variable::Precision ? "precision" : "prune"},
+    j.push_back({{"kind", v.kind == Variable::Precision ? "precision" : v.kind == Variable::Prune ? "prune" : "qat"},
                  {"name", v.name},
                  {"nodes", v.nodes},
                  {"choices", c}});

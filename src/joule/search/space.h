@@ -16,6 +16,8 @@
 //   criterion: l1                     # l1 | l2 | bn | random
 //   finetune: {steps: 20, batch: 32, lr: 0.01, optimizer: sgd}  # pruned trials trained first
 //                                     # (on the search's training data) before they are quantized
+//   qat: {steps: 50, batch: 32, lr: 1e-4, optimizer: adam, method: lsq}  # a choice per trial:
+//                                     # quantized trials calibrated only, or trained with QAT
 //   constraints: {accuracy_drop: 0.5, latency_ms: 10, energy_mj: 5, size_mb: 4, min_accuracy: 80}
 #include <map>
 #include <optional>
@@ -50,12 +52,18 @@ struct SearchSpace {
   std::vector<double> prune;                   // empty: no pruning variables
   quant::NodeMatch prune_layers;               // empty: every channel group
   std::string criterion = "l1";
-  // Fine-tuning of each pruned trial before it is quantized and scored (steps 0: none).
-  struct Finetune {
+  struct Training {
     int64_t steps = 0, batch = 32;
     double lr = 0.01;
     std::string optimizer = "sgd";  // sgd (momentum 0.9) | adam | adamw
-  } finetune;
+  };
+  // Fine-tuning of each pruned trial before it is quantized and scored (steps 0: none).
+  Training finetune;
+  // Quantization-aware training as a choice (steps > 0: a variable "qat", off | on): a quantized
+  // trial with qat on is trained by api::qat (its fake quantizers' gradients by `qat_method`)
+  // instead of calibrated only.
+  Training qat{0, 32, 1e-4, "adam"};
+  std::string qat_method = "lsq";  // ste | lsq | pact | tqt
   Constraints constraints;
 
   // BadInput naming the line for unknown keys, unknown choices and bad values.
@@ -64,8 +72,8 @@ struct SearchSpace {
 };
 
 struct Variable {
-  enum Kind { Precision, Prune } kind = Precision;
-  std::string name;                 // the layer, or the group's first layer
+  enum Kind { Precision, Prune, Qat } kind = Precision;
+  std::string name;                 // the layer, the group's first layer, or "qat"
   std::string op;                   // precision: the layer's op type
   std::vector<std::string> nodes;   // precision: the layer; prune: the group's layers (Conv, Gemm, MatMul)
   int64_t channels = 0;             // prune: output channels of the group
@@ -78,6 +86,7 @@ struct Candidate {
   prune::PruneOptions prune;                  // structured, node_ratio per conv (empty: none)
   std::vector<std::string> bf16_nodes;        // run on the bf16 kernels (algorithm rules)
   std::map<std::string, std::string> precision;  // layer -> choice (every precision variable)
+  bool qat = false;                           // trained with QAT (only when quantized)
   bool pruned() const;
   bool quantized() const { return !quant_yaml.empty(); }
   // `--algo` rules: NODE=onednn_bf16 for each bf16 layer.
@@ -102,7 +111,8 @@ class Decisions {
   // The genome with every layer at `precision` and nothing pruned (nullopt when `precision`
   // or ratio 0 is not a choice).
   std::optional<std::vector<int>> uniform(const std::string& precision) const;
-  // Compact, stable: one character per variable ("0120|1002").
+  // Compact, stable: one character per variable ("0120|1002"; "|1" for qat on). Genomes that
+  // stand for the same model have the same key (qat on without a quantized layer is qat off).
   std::string key(const std::vector<int>& x) const;
   // Weight bits of `node` at precision choice `label` (32 for fp32, 16 for bf16).
   int weight_bits(const std::string& node, const std::string& label) const;
