@@ -72,10 +72,11 @@ opdb-bench: build
 # The sanitizer build: clang with AddressSanitizer + UndefinedBehaviorSanitizer and libFuzzer's
 # coverage (-O1 -g, no CUDA), in $(SAN_BUILD). About 40 minutes from scratch on 2 cores.
 SAN_BUILD ?= build-fuzz
+SAN_OPT ?= -O1
 SAN_FLAGS := -fsanitize=address,undefined,fuzzer-no-link -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 san-build: setup
 	@CC=clang CXX=clang++ cmake -S . -B $(SAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" -DCMAKE_CXX_FLAGS="$(SAN_FLAGS)" \
+	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$(SAN_OPT) -g" -DCMAKE_CXX_FLAGS="$(SAN_FLAGS)" -DJOULE_FILE_O3=OFF \
 	  -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=address,undefined \
 	  -DJOULE_CUDA=OFF -DJOULE_WERROR=OFF >/dev/null
 	@cmake --build $(SAN_BUILD) -j $(JOBS)
