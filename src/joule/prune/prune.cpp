@@ -52,11 +52,12 @@ Tensor take(const Tensor& t, int axis, const std::vector<int64_t>& keep) {
   return r;
 }
 
-// The axis of a producer's weight that holds its output channels (features): a Conv's
-// [M, C/g, k...] and a Gemm's transposed [N, K] axis 0; a MatMul's and a plain Gemm's [K, N] axis 1.
+// The op types whose output channels (features) structured pruning can remove.
 bool producer_type(const ir::Node& n) {
   return n.domain.empty() && (n.op_type == "Conv" || n.op_type == "Gemm" || n.op_type == "MatMul");
 }
+// The axis of a producer's weight that holds its output channels (features): a Conv's
+// [M, C/g, k...] and a Gemm's transposed [N, K] axis 0; a MatMul's and a plain Gemm's [K, N] axis 1.
 int out_axis(const ir::Node& p) {
   if (p.op_type == "Conv") return 0;
   return p.op_type == "Gemm" && p.attr_int("transB", 0) ? 0 : 1;
