@@ -4,9 +4,12 @@ ResNet-18 trained on Fashion-MNIST padded to 3x32x32 (tools/train_zoo_resnet18.p
 top-1; its pruned trials fine-tuned; and a second space over W8A8 that prunes only the
 blocks' inner convs, not fine-tuned), NSGA-II (and, on the bundled model, the seeded random
 baseline), measured cost; the bundled model also with predicted cost (an operator store filled from its
-FP32 and W8A8 layers). Prints the fronts and whether a point dominates uniform W8A8.
+FP32 and W8A8 layers); and QAT as a choice on the bundled model (int8 or 4-bit weights per
+layer, each quantized trial calibrated or trained by QAT). Prints the fronts and whether a
+point dominates uniform W8A8.
 
-  python3 tools/bench_search.py [--trials 200] [--resnet-trials 120] [--out /tmp/joule_search_bench]
+  python3 tools/bench_search.py [--trials 200] [--resnet-trials 120] [--qat-trials 40] [--only bundled|resnet18|qat]
+                                [--out /tmp/joule_search_bench]
 """
 import argparse, os, subprocess, sys, time
 
@@ -27,6 +30,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--trials", type=int, default=200)
     ap.add_argument("--resnet-trials", type=int, default=120)
+    ap.add_argument("--qat-trials", type=int, default=40)
     ap.add_argument("--out", default="/tmp/joule_search_bench")
     ap.add_argument("--only", default="")
     a = ap.parse_args()
@@ -85,6 +89,26 @@ def main():
                        "--name", "search:resnet18_fashion32_inner", "-o", d)
         print(f"== resnet18 (trained on Fashion-MNIST 32x32), nsga2, W8A8 with inner convs pruned, measured cost "
               f"({s:.0f} s)\n{out}")
+    if a.only in ("", "qat"):
+        # QAT as a choice on the bundled model: per-layer int8 or 4-bit weights (int8 activations),
+        # each quantized trial calibrated only or trained by QAT (200 Adam steps of 64 images).
+        space_qat = os.path.join(a.out, "space_qat.yaml")
+        with open(space_qat, "w") as f:
+            f.write("precision: [int8, w4]\nformats:\n  w4: {weight: {format: int, bits: 4, symmetric: true, "
+                    "granularity: per_channel}}\nqat: {steps: 200, batch: 64, lr: 0.0001, optimizer: adam, method: lsq}\n")
+        d = os.path.join(a.out, "bundled_qat")
+        out, s = joule("search", "default", "--space", space_qat, "--data", f"{FASHION}:train", "--train-data",
+                       f"{FASHION}:train", "--val", f"{FASHION}:test", "--val-samples", "2000", "--trials",
+                       str(a.qat_trials), "--runs", "50", "--objectives", "accuracy,size", "-o", d)
+        print(f"== bundled model, nsga2, int8/w4 per layer x QAT off/on, accuracy and size ({s:.0f} s)\n{out}")
+        # Each genome with QAT on beside the same genome calibrated only.
+        import json
+        trials = [json.loads(l) for l in open(os.path.join(d, "trials.jsonl")).read().splitlines()[1:]]
+        by_key = {t["key"]: t for t in trials}
+        pairs = [(by_key[k[:-1] + "0"], t) for k, t in by_key.items() if t.get("qat") and k[:-1] + "0" in by_key]
+        print(f"{len(pairs)} genomes run both ways; top-1 calibrated -> QAT:")
+        for off, on in sorted(pairs, key=lambda p: p[0]["size_mb"]):
+            print(f"  {off['key'][:-1]:>12}  size {off['size_mb']:.4f} MB  {off['accuracy']:.2f} % -> {on['accuracy']:.2f} %")
 
 if __name__ == "__main__":
     main()

@@ -241,7 +241,8 @@ TEST(Search, BundledModelFrontReproducesAndResumes) {
   for (const auto* t : {&r.fp32, &r.w8a8})
     if (t->energy_source == "estimate:default-cpu") {
       ASSERT_TRUE(t->energy_mj.has_value());
-      EXPECT_GT(*t->energy_mj, 10.0 * t->latency_ms * 1.005) << t->index;
+      // (the dynamic part follows the FLOPs and bytes, about 0.1 mJ here, whatever the speed)
+      EXPECT_GT(*t->energy_mj - 10.0 * t->latency_ms, 0.01) << t->index;
     }
   // Every trial feasible (no constraints), and the front's points are measured again.
   for (size_t i : r.front) EXPECT_TRUE(r.trials[i].measured_latency_ms.has_value());
