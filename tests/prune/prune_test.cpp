@@ -75,6 +75,14 @@ void zero_except(Tensor& t, int axis, const std::vector<int64_t>& keep) {
         std::fill_n(t.data<float>() + (o * n + c) * inner, inner, 0.f);
 }
 
+// Structured pruning of `g` in place at `ratio`, L1 criterion.
+prune::PruneReport structured(ir::Graph& g, double ratio) {
+  prune::PruneOptions o;
+  o.structured = true;
+  o.ratio = ratio;
+  return prune::prune_graph(g, o);
+}
+
 Tensor run(const ir::Graph& g, const Tensor& x) {
   runtime::Session s(g);
   return s.run({{"x", x}}).at("y");
@@ -84,10 +92,7 @@ Tensor run(const ir::Graph& g, const Tensor& x) {
 TEST(Prune, StructuredEqualsTheModelWithTheRemovedChannelsReadersZeroed) {
   const ir::Graph g = chain();
   ir::Graph p = g;
-  prune::PruneOptions o;
-  o.structured = true;
-  o.ratio = 0.5;
-  const prune::PruneReport rep = prune::prune_graph(p, o);
+  const prune::PruneReport rep = structured(p, 0.5);
   ASSERT_EQ(rep.layers.size(), 3u);  // conv1, conv2 (the depthwise conv follows conv1) and fc
   EXPECT_EQ(rep.layers[0].after, 4);
   EXPECT_EQ(rep.layers[1].after, 3);
@@ -139,10 +144,7 @@ TEST(Prune, GemmAndMatMulFeaturesAreRemovedAsTheirRowsZeroed) {
                             .output("y")
                             .build();
   ir::Graph p = mlp;
-  prune::PruneOptions o;
-  o.structured = true;
-  o.ratio = 0.5;
-  const prune::PruneReport rep = prune::prune_graph(p, o);
+  const prune::PruneReport rep = structured(p, 0.5);
   ASSERT_EQ(rep.layers.size(), 3u);
   EXPECT_EQ(rep.layers[0].after, 4);
   EXPECT_EQ(rep.layers[1].after, 4);  // round(7 * 0.5)
@@ -192,8 +194,7 @@ TEST(Prune, GemmAndMatMulFeaturesAreRemovedAsTheirRowsZeroed) {
                            .output("y")
                            .build();
   ir::Graph pt = tf;
-  o.ratio = 0.25;
-  const prune::PruneReport rt = prune::prune_graph(pt, o);
+  const prune::PruneReport rt = structured(pt, 0.25);
   ASSERT_EQ(rt.layers.size(), 2u);
   EXPECT_EQ(rt.layers[0].node, "up");
   EXPECT_EQ(rt.layers[0].after, 6);
@@ -233,10 +234,7 @@ TEST(Prune, ChannelsTiedToTheGraphInputStayAndSayWhy) {
                     .node("Add", {"b", "x"}, {"y"}, {}, "add")
                     .output("y")
                     .build();
-  prune::PruneOptions o;
-  o.structured = true;
-  o.ratio = 0.75;
-  const prune::PruneReport rep = prune::prune_graph(g, o);
+  const prune::PruneReport rep = structured(g, 0.75);
   ASSERT_EQ(rep.layers.size(), 2u);
   EXPECT_EQ(rep.layers[0].after, 1);  // ca: read by Relu and cb only
   EXPECT_EQ(rep.layers[1].after, 4);  // cb: tied to x by the Add
@@ -268,10 +266,7 @@ TEST(Prune, ResidualGroupsLoseTheSameChannelsInEveryConvThatFeedsThem) {
                           .output("y")
                           .build();
   ir::Graph p = g;
-  prune::PruneOptions o;
-  o.structured = true;
-  o.ratio = 0.5;
-  const prune::PruneReport rep = prune::prune_graph(p, o);
+  const prune::PruneReport rep = structured(p, 0.5);
   ASSERT_EQ(rep.layers.size(), 4u);  // and fc, kept whole
   EXPECT_EQ(rep.layers[0].group, 2);
   EXPECT_EQ(rep.layers[0].after, 4);  // c0
