@@ -119,6 +119,26 @@ TEST(ProfileCli, EnergyProbeAndCalibrateWithoutSensor) {
   EXPECT_NE(c.out.find("no energy sensor"), std::string::npos) << c.out;
 }
 
+// The kill the random test above can miss: between a point's two appends (its layer rows
+// written, its overall row not). The resumed sweep measures that point again and must not list
+// its layers twice.
+TEST(ProfileCli, KillBetweenTheTwoAppendsRepeatsNoLayerRow) {
+  const fs::path out = work_dir() / "between";
+  fs::remove_all(out);
+  const std::string cmd = "profile default --threads 1 --runs 2 --warmup 0 --batch 1,2 --quiet -o " + out.string();
+  ASSERT_EQ(run_joule(cmd).code, 0);
+  const fs::path overall = out / "fashion_cnn_overall.csv", layers = out / "fashion_cnn_layers.csv";
+  const auto o = profile::parse_csv(read_file(overall.string()));
+  const auto l = profile::parse_csv(read_file(layers.string()));
+  ASSERT_EQ(o.size(), 3u);
+  // As killed after batch 2's layer rows: the overall CSV without its row.
+  write_file_atomic(overall.string(), profile::csv_line(o[0]) + profile::csv_line(o[1]));
+  ASSERT_EQ(run_joule(cmd).code, 0);
+  EXPECT_EQ(profile::parse_csv(read_file(overall.string())).size(), 3u);
+  const auto again = profile::parse_csv(read_file(layers.string()));
+  EXPECT_EQ(again.size(), l.size()) << "batch 2's layer rows listed once";
+}
+
 // Crash-safe sweeps (issue 15): a 16-point sweep killed with SIGKILL at 20 random moments (seeded),
 // resumed each time, then finished: every point in the overall CSV exactly once, every layer row
 // once per point, no torn line in either file, profile.json readable.

@@ -357,6 +357,8 @@ TEST(Search, QatIsAChoiceOfQuantizedTrials) {
   EXPECT_TRUE(q->error.empty()) << q->error;
   EXPECT_FALSE(r.w8a8.qat);
   EXPECT_NE(q->accuracy, r.w8a8.accuracy);  // trained, not only calibrated
+  for (size_t k = 0; k < r.front.size(); ++k)  // a QAT point says how to train it again
+    EXPECT_EQ(fs::exists(dir / "front" / std::to_string(k) / "qat.txt"), r.trials[r.front[k]].qat) << k;
   const api::SearchReport again = api::search(m, o);  // resumed: nothing runs again
   for (const auto& t : again.trials) EXPECT_TRUE(t.resumed);
   bool qat_back = false;

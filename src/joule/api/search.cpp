@@ -524,9 +524,16 @@ class Searcher {
   }
 
   // --- outputs ------------------------------------------------------------------------------
-  // The YAML files that reproduce a candidate: joule prune --config, joule quantize --config, --algo-file.
-  static void write_configs(const std::string& dir, const search::Candidate& c) {
+  // The YAML files that reproduce a candidate: joule prune --config, joule quantize --config, --algo-file
+  // (and qat.txt: the joule qat command of a QAT point).
+  void write_configs(const std::string& dir, const search::Candidate& c) const {
     if (c.quantized()) write_file_atomic(dir + "/quant.yaml", c.quant_yaml);
+    if (c.qat)  // the training it had: joule qat with the same settings (after joule prune, if pruned)
+      write_file_atomic(dir + "/qat.txt",
+                        fmt::format("joule qat MODEL --config quant.yaml --data {} --calib {} --steps {} --batch {} "
+                                    "--optimizer {} --lr {:g} --method {} --seed {} -o OUT.onnx\n",
+                                    o_.train.label(), o_.data.label(), space_.qat.steps, space_.qat.batch,
+                                    space_.qat.optimizer, space_.qat.lr, space_.qat_method, o_.seed));
     if (c.pruned()) write_file_atomic(dir + "/prune.yaml", c.prune_yaml());
     if (const std::string a = c.algo_yaml(); !a.empty()) write_file_atomic(dir + "/algo.yaml", a);
   }

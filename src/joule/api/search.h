@@ -10,7 +10,8 @@
 // model and options resumes: known trials are not run again) and, with a store, to the results
 // store. The front (non-dominated feasible trials over the objectives) goes to front.csv,
 // front.json and front.svg with the FP32 and uniform-W8A8 baselines marked; each front point's
-// quant.yaml / prune.yaml / algo.yaml reproduce it with joule quantize / prune / --algo-file.
+// quant.yaml / prune.yaml / algo.yaml reproduce it with joule quantize / prune / --algo-file (a QAT
+// point: qat.txt, the joule qat command).
 #include <optional>
 #include <string>
 #include <vector>

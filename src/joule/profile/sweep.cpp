@@ -1,5 +1,6 @@
 #include "joule/profile/sweep.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <set>
@@ -107,6 +108,23 @@ void append_csv(const fs::path& path, const std::vector<std::string>& header,
   for (auto& r : rows) text += csv_line(r);
   write_file_atomic(path.string(), text);
 }
+
+// A sweep killed between its two appends (a point's layer rows, then its overall row) leaves
+// layer rows of a point the overall CSV does not list, which the resumed sweep measures and
+// appends again: keep only the first `points` blocks of layer rows (each starts at rank 1).
+void keep_layer_blocks(const fs::path& path, size_t points) {
+  const auto rows = parse_csv(read_file(path.string()));
+  if (rows.empty()) return;
+  const size_t rank = static_cast<size_t>(std::find(rows[0].begin(), rows[0].end(), "rank") - rows[0].begin());
+  if (rank >= rows[0].size()) return;
+  size_t blocks = 0, keep = rows.size();
+  for (size_t i = 1; i < rows.size() && keep == rows.size(); ++i)
+    if (rows[i].size() > rank && rows[i][rank] == "1" && ++blocks > points) keep = i;
+  if (keep == rows.size()) return;
+  std::string text;
+  for (size_t i = 0; i < keep; ++i) text += csv_line(rows[i]);
+  write_file_atomic(path.string(), text);
+}
 }  // namespace
 
 SweepOutcome run_sweep(const ir::Graph& g, const SweepSpec& spec, const ProfileOptions& base,
@@ -125,6 +143,7 @@ SweepOutcome run_sweep(const ir::Graph& g, const SweepSpec& spec, const ProfileO
       auto rows = parse_csv(read_file(overall.string()));
       for (size_t i = 1; i < rows.size(); ++i)
         if (rows[i].size() >= 5) finished.insert(std::vector<std::string>(rows[i].begin(), rows[i].begin() + 5));
+      if (fs::exists(layers)) keep_layer_blocks(layers, rows.empty() ? 0 : rows.size() - 1);
     }
   }
   SweepOutcome out;
