@@ -70,7 +70,7 @@ opdb-bench: build
 	  --threads 1 --runs 20 --db $(OPDB_BENCH_DB)
 
 # The sanitizer build: clang with AddressSanitizer + UndefinedBehaviorSanitizer and libFuzzer's
-# coverage (-O1 -g, no CUDA), in $(SAN_BUILD). About 40 minutes from scratch on 2 cores.
+# coverage ($(SAN_OPT) -g, -O1 by default; no CUDA), in $(SAN_BUILD). About 40 minutes from scratch on 2 cores.
 SAN_BUILD ?= build-fuzz
 SAN_OPT ?= -O1
 SAN_FLAGS := -fsanitize=address,undefined,fuzzer-no-link -fno-omit-frame-pointer -fno-sanitize-recover=undefined
