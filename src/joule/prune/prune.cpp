@@ -501,7 +501,7 @@ std::string PruneReport::table() const {
     if (options.structured)
       s += (l.kept_because.empty() ? fmt::format("{:.0f}% removed", 100.0 * (1 - double(l.after) / double(l.before)))
                                    : "kept whole: " + l.kept_because) +
-           (l.group > 1 ? fmt::format(" (a residual group of {} convs, pruned alike)", l.group) : "");
+           (l.group > 1 ? fmt::format(" (a residual group of {} layers, pruned alike)", l.group) : "");
     else
       s += fmt::format("{:.1f}%", l.before ? 100.0 * (1 - double(l.after) / double(l.before)) : 0.0);
     s += "\n";

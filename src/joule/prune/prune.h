@@ -71,9 +71,9 @@ struct PruneConfig {
 
 struct LayerPruning {
   std::string node, op;
-  int64_t before = 0, after = 0;  // structured: output channels; unstructured: nonzero weights
+  int64_t before = 0, after = 0;  // structured: output channels (features); unstructured: nonzero weights
   std::string kept_because;       // structured: why the layer was left whole ("" pruned)
-  int group = 1;                  // structured: convs whose channels are tied (residual adds) and pruned alike
+  int group = 1;                  // structured: layers whose channels are tied (residual adds) and pruned alike
 };
 
 struct PruneReport {
