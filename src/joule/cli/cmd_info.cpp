@@ -63,8 +63,9 @@ void print_table(const nlohmann::json& j, bool nodes) {
              human_count(j["parameters"].get<double>()), human_bytes(j["weight_bytes"].get<double>()),
              human_count(j["total"]["macs"].get<double>()), human_count(j["total"]["flops"].get<double>()));
   if (size_t unknown = j["total"]["nodes_without_shapes"].get<size_t>())
-    fmt::print("  ({} node{} with non-static shapes (symbolic dims) not counted in MACs/FLOPs)\n", unknown,
-               unknown == 1 ? "" : "s");
+    fmt::print("  ({} node{} with non-static shapes (symbolic dims) not counted in MACs/FLOPs; "
+               "--input-shape 1,3,224,224 or NAME=DIMS resolves them)\n",
+               unknown, unknown == 1 ? "" : "s");
   fmt::print("\n{:<28} {:>6} {:>10} {:>10} {:>7}\n", "op", "count", "MACs", "params", "%MACs");
   double total = std::max(1.0, j["total"]["macs"].get<double>());
   for (auto& h : j["op_histogram"])
