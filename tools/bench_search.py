@@ -11,7 +11,7 @@ point dominates uniform W8A8.
   python3 tools/bench_search.py [--trials 200] [--resnet-trials 120] [--qat-trials 40] [--only bundled|resnet18|qat]
                                 [--out /tmp/joule_search_bench]
 """
-import argparse, os, subprocess, sys, time
+import argparse, json, os, subprocess, sys, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 JOULE = os.path.join(ROOT, "build", "joule")
@@ -102,7 +102,6 @@ def main():
                        str(a.qat_trials), "--runs", "50", "--objectives", "accuracy,size", "-o", d)
         print(f"== bundled model, nsga2, int8/w4 per layer x QAT off/on, accuracy and size ({s:.0f} s)\n{out}")
         # Each genome with QAT on beside the same genome calibrated only.
-        import json
         trials = [json.loads(l) for l in open(os.path.join(d, "trials.jsonl")).read().splitlines()[1:]]
         by_key = {t["key"]: t for t in trials}
         pairs = [(by_key[k[:-1] + "0"], t) for k, t in by_key.items() if t.get("qat") and k[:-1] + "0" in by_key]

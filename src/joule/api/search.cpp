@@ -253,17 +253,16 @@ class Searcher {
       qo.config = c.quant_yaml;
       qo.calib = o_.data;
       qo.calib_samples = o_.calib_samples;
-      qo.calib_cache = o_.out_dir + "/calib/" + safe_filename(pk) + ".json";
       qo.preprocess = o_.preprocess;
       qo.threads = o_.threads;
-      if (c.qat) {
+      if (c.qat) {  // (no calibration cache: QAT calibrates the model it trains, BatchNorm folded first)
         QatOptions q;
         q.quant = qo;
-        q.quant.calib_cache.clear();  // QAT calibrates the model it trains (BatchNorm folded first)
         q.train = training(space_.qat);
         q.method = space_.qat_method;
         cur = qat(cur, q, hooks_).model;
       } else {
+        qo.calib_cache = o_.out_dir + "/calib/" + safe_filename(pk) + ".json";
         cur = quantize(cur, qo, hooks_).model;
       }
     }

@@ -113,9 +113,8 @@ inline __attribute__((always_inline)) void quantize_span(const float* xp, Q* yp,
 // saturation then give the reference's codes, NaN and +-inf included, bit for bit
 // (tests/ops/test_int_ops.cpp). A scale whose reciprocal is not a normal float takes the loop above.
 template <class Q, bool Full>
-JOULE_AVX512 JOULE_ALWAYS_INLINE void quantize16(const float* xp, Q* yp, __mmask16 m, __m512 s,
-                                                                          __m512 inv, __m512 z, __m512 clo, __m512 chi,
-                                                                          __m512 lo, __m512 hi) {
+JOULE_AVX512 JOULE_ALWAYS_INLINE void quantize16(const float* xp, Q* yp, __mmask16 m, __m512 s, __m512 inv, __m512 z,
+                                                 __m512 clo, __m512 chi, __m512 lo, __m512 hi) {
   __m512 x = Full ? _mm512_loadu_ps(xp) : _mm512_maskz_loadu_ps(m, xp);
   x = _mm512_min_ps(chi, _mm512_max_ps(clo, x));  // (max/min return the second operand, x, when it is NaN)
   __m512 v = _mm512_mul_ps(x, inv);

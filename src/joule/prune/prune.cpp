@@ -151,9 +151,16 @@ class Spaces {
     auto it = axis_.find(v);
     return it == axis_.end() ? -1 : it->second;
   }
-  int64_t channels_of(const std::string& v) const { return size_on(v, axis_of(v)); }
   // Values whose channels are on axis 1 (or of no known space): what conv-only ops may read.
   bool on_axis1(const std::string& v) const { return axis_of(v) == -1 || axis_of(v) == 1; }
+  static constexpr const char* kLastAxis = " (its input's channels are on the last axis)";
+  // A scalar made outside every space (a Constant node's): broadcast, no channels of its own.
+  bool outside_scalar(const std::string& v) const { return activation(v) && axis_of(v) < 0 && scalar(v); }
+  // `y` keeps `x`'s channels: the same space, on the same axis.
+  void follow(const std::string& x, const std::string& y) {
+    if (axis_of(x) >= 0) axis_[y] = axis_of(x);
+    unite(x, y);
+  }
   // Blocks the spaces of every activation `n` reads and makes.
   void opaque(const ir::Node& n, const std::string& why) {
     for (const auto& v : n.inputs)
@@ -172,7 +179,7 @@ class Spaces {
     if (op == "Conv") {
       if (n.inputs.size() < 2 || !own_f32(n.inputs[1]) || (n.has_input(2) && !own_f32(n.inputs[2])))
         return opaque(n, " whose weights are not its own constants");
-      if (!on_axis1(x)) return opaque(n, " (its input's channels are on the last axis)");
+      if (!on_axis1(x)) return opaque(n, kLastAxis);
       const Tensor& w = g_.initializers.at(n.inputs[1]);
       const int64_t group = n.attr_int("group", 1), c = size_on(x, 1);
       axis_[y] = 1;
@@ -198,11 +205,10 @@ class Spaces {
     }
     if (op == "BatchNormalization") {
       if (n.input_count() != 5 || n.attr_int("training_mode", 0) != 0) return opaque(n, "");
-      if (!on_axis1(x)) return opaque(n, " (its input's channels are on the last axis)");
+      if (!on_axis1(x)) return opaque(n, kLastAxis);
       for (size_t i = 1; i < 5; ++i)
         if (!own_f32(n.inputs[i])) return opaque(n, " with shared or non-constant parameters");
-      if (axis_of(x) >= 0) axis_[y] = axis_of(x);
-      unite(x, y);
+      follow(x, y);
       Space& s = per_value_[y];
       for (size_t i = 1; i < 5; ++i) s.slices.emplace_back(n.inputs[i], 0);
       s.norms.push_back(&n);
@@ -214,11 +220,10 @@ class Spaces {
                                                 "Dropout", "Erf", "Neg", "Abs", "Exp", "Softsign", "Celu", "ThresholdedRelu"};
     static const std::set<std::string> pooling = {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LpPool"};
     if (unary.count(op) || pooling.count(op)) {
-      if (pooling.count(op) && !on_axis1(x)) return opaque(n, " (its input's channels are on the last axis)");
+      if (pooling.count(op) && !on_axis1(x)) return opaque(n, kLastAxis);
       for (size_t i = 1; i < n.inputs.size(); ++i)  // Clip's bounds: scalars (constants or Constant nodes)
         if (activation(n.inputs[i]) && !scalar(n.inputs[i])) return opaque(n, " (bounds that are not scalars)");
-      if (axis_of(x) >= 0) axis_[y] = axis_of(x);
-      return unite(x, y);
+      return follow(x, y);
     }
     if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Max" || op == "Min") {
       // Elementwise over a space's values: activations of the output's rank and channels join its
@@ -234,7 +239,7 @@ class Spaces {
       if (a < 0 || want < 2 || a >= want) return opaque(n, "");
       const int64_t ch = size_on(y, a);
       for (const auto& v : n.inputs) {
-        if (activation(v) && axis_of(v) < 0 && scalar(v)) continue;  // e.g. a Constant node's scalar
+        if (outside_scalar(v)) continue;
         if (activation(v)) {
           if (rank_of(v) != want || size_on(v, a) != ch) return opaque(n, " (broadcast over channels)");
           continue;
@@ -249,7 +254,7 @@ class Spaces {
       }
       axis_[y] = a;
       for (const auto& v : n.inputs)
-        if (activation(v) && !(axis_of(v) < 0 && scalar(v))) unite(v, y);
+        if (activation(v) && !outside_scalar(v)) unite(v, y);
       return;
     }
     if (op == "Flatten") {
@@ -707,8 +712,7 @@ PruneReport prune_graph(ir::Graph& g, const PruneOptions& o) {
         for (auto& d : it->second.dims)
           if (!d.is_static()) d = ir::Dim{1, ""};
     forget_inner_types(c);
-    passes::infer_shapes(c);
-    const nlohmann::json info = passes::model_info(c);
+    const nlohmann::json info = passes::model_info(c);  // (infers the shapes)
     params = info["parameters"].get<int64_t>();
     flops = info["total"]["flops"].get<double>();
     nz = nonzeros(g);
