@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <random>
 
+#include "joule/core/cpu_features.h"
 #include "graph_builder.h"
 #include "kernel_test_util.h"
 
@@ -89,6 +90,11 @@ void compare(const ir::Graph& g, const runtime::TensorMap& in, const std::string
     try {
       session = std::make_unique<runtime::Session>(g, o);
     } catch (const std::exception& e) {
+      // Without VNNI the oneDNN kernel refuses (its sums would saturate): the reason is named.
+      if (std::string(name) == "onednn_int8" && !int8_inexact_reason().empty()) {
+        EXPECT_NE(std::string(e.what()).find("no VNNI"), std::string::npos) << e.what();
+        continue;
+      }
       ASSERT_TRUE(approx && std::string(e.what()).find("oneDNN has no int8 kernel") != std::string::npos) << e.what();
       continue;
     }

@@ -233,7 +233,7 @@ def test_lora_finetune_trains_adapters_only(tmp_path):
 
 
 def test_qat_exports_an_integer_model():
-    from conftest import W8A8
+    from conftest import VNNI, W8A8
     m = joule.load("default")
     data = (np.load(SAMPLES), np.load(MODELS / "fashion_cnn_sample_labels.npy"))
     q = joule.qat(m, data, W8A8, steps=2, batch=8, optimizer="adamw", lr=1e-4, eval=data, threads=1)
@@ -244,7 +244,10 @@ def test_qat_exports_an_integer_model():
     assert ops.get("QuantizeLinear") == 6 and ops.get("DequantizeLinear") == 12 and "FakeQuant" not in ops
     assert joule.evaluate(q, data).top1 == r.qat["qat_top1"]
     plan = joule.Session(q, threads=1).plan
-    assert plan.algorithms.get("onednn_int8", 0) >= 5, plan.algorithms
+    # oneDNN's int8 kernels where the CPU has VNNI; without it they would saturate 16-bit pair
+    # sums, and the exact emulated kernel runs the integer plan.
+    fast = "onednn_int8" if VNNI else "emulated"
+    assert plan.algorithms.get(fast, 0) >= 5, plan.algorithms
 
 
 def test_distillation_trajectory_matches_torch(tmp_path):

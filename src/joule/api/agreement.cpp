@@ -8,6 +8,7 @@
 
 #include "joule/api/prepare.h"
 #include "joule/api/run.h"
+#include "joule/core/cpu_features.h"
 #include "joule/core/error.h"
 #include "joule/runtime/inputs.h"
 
@@ -135,6 +136,7 @@ nlohmann::json AgreementReport::to_json() const {
   nlohmann::json j{{"model", model},
                    {"threads", threads},
                    {"integer_nodes", integer_nodes},
+                   {"note", note},
                    {"first_difference", first_difference},
                    {"first_beyond_one_step", first_beyond_one},
                    {"min_within_one_step", min_within_one},
@@ -171,6 +173,7 @@ AgreementReport simulation_agreement(const Model& m, const runtime::TensorMap& g
   r.model = model_label(m);
   r.threads = real.session->threads();
   r.integer_nodes = cmp.integer_nodes;
+  if (!r.integer_nodes) r.note = int8_inexact_reason();  // both plans then run the emulated kernels
   r.tensors = std::move(cmp.rows);
   const std::vector<std::string>& outs = m.graph().outputs;
   r.output_sqnr_db = std::numeric_limits<double>::infinity();

@@ -36,6 +36,7 @@ struct AgreementReport {
   std::vector<TensorAgreement> tensors;  // integer plan's order; graph outputs included
   std::vector<TensorAgreement> outputs;  // the graph outputs
   size_t integer_nodes = 0;              // QConv / QMatMul steps of the integer plan on integer kernels
+  std::string note;                      // why no integer kernel ran ("" when some did, or none exist)
   std::string first_difference;          // first quantized tensor with any code differing ("" none)
   std::string first_beyond_one;          // first with a code more than one step apart ("" none)
   double min_within_one = 1;             // over the quantized tensors

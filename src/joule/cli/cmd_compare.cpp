@@ -22,6 +22,7 @@ int print_agreement(const api::AgreementReport& r, size_t top) {
   }
   fmt::print("{}: simulated plan (--int8 simulated) vs integer plan (--int8 real), {} thread(s), {} integer nodes\n",
              r.model, r.threads, r.integer_nodes);
+  if (!r.note.empty()) fmt::print("no integer kernel ran: {}\n", r.note);
   fmt::print("quantized tensors compared: {}; with codes that differ: {}; within one step: {:.4f}% at worst\n",
              quantized, differing, 100 * r.min_within_one);
   fmt::print("first difference: {}; first beyond one step: {}\n",

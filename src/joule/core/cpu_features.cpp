@@ -20,6 +20,8 @@ CpuFeatures detect() {
   unsigned ea = 0, eb = 0, ec = 0, ed = 0;
   if (f.avx512 && __get_cpuid_count(7, 1, &ea, &eb, &ec, &ed)) f.avx512_bf16 = (ea >> 5) & 1;  // leaf 7.1 EAX[5]
   if (f.avx512 && __get_cpuid_count(7, 0, &ea, &eb, &ec, &ed)) f.amx_bf16 = (ed >> 22) & 1;    // leaf 7.0 EDX[22]
+  f.int8_dot = f.avx512_vnni;
+  if (__get_cpuid_count(7, 1, &ea, &eb, &ec, &ed)) f.int8_dot = f.int8_dot || ((ea >> 4) & 1);  // AVX-VNNI: leaf 7.1 EAX[4]
   if (const char* cap = std::getenv("JOULE_ISA"); cap && *cap) {
     const std::string c = cap;
     f.cap_source = "JOULE_ISA=" + c;
@@ -49,6 +51,14 @@ CpuFeatures detect() {
 const CpuFeatures& cpu_features() {
   static const CpuFeatures f = detect();
   return f;
+}
+
+std::string int8_inexact_reason() {
+  const CpuFeatures& f = cpu_features();
+  if (f.int8_dot) return "";
+  return "oneDNN's int8 kernels on this CPU (" + f.model +
+         ", no VNNI) add u8 x s8 products in saturating 16-bit pairs, so their codes can differ from exact integer "
+         "arithmetic; the emulated kernel computes it exactly";
 }
 
 std::string bf16_unsupported_reason() {

@@ -8,6 +8,7 @@
 // applies exactly, padding included.
 #include <dnnl.hpp>
 
+#include "joule/core/cpu_features.h"
 #include "joule/kernels/conv/conv_node.h"
 #include "joule/kernels/conv/onednn.h"
 #include "joule/kernels/int8/onednn_int8.h"
@@ -108,6 +109,7 @@ class OnednnQConv : public Kernel {
 };
 
 std::string supports(const NodeView& v) {
+  if (std::string why = int8_inexact_reason(); !why.empty()) return why;
   QConvProblem p;
   if (std::string r = read_qconv_problem(v, &p); !r.empty()) return r;
   if (p.q.rq.act < 4) return "";

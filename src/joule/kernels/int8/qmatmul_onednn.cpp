@@ -4,6 +4,7 @@
 // for QConv (kernels/int8/int8_node.h); the input zero point is a runtime attribute.
 #include <dnnl.hpp>
 
+#include "joule/core/cpu_features.h"
 #include "joule/kernels/conv/onednn.h"
 #include "joule/kernels/gemm/onednn_matmul.h"
 #include "joule/kernels/int8/onednn_int8.h"
@@ -42,6 +43,7 @@ class OnednnQMatMul : public Kernel {
 };
 
 std::string supports(const NodeView& v) {
+  if (std::string why = int8_inexact_reason(); !why.empty()) return why;
   QMatMulProblem p;
   return read_qmatmul_problem(v, &p);
 }
