@@ -567,6 +567,77 @@ TEST(EltwiseKernels, QuantizeSimdMatchesReference) {
   }
 }
 
+// joule's QuantizeLinear with a fused Add or Mul (fuse_quantize): the simd kernel, the reference
+// kernel and the two separate ops (Add/Mul, then QuantizeLinear) give the same codes bit for
+// bit — B of x's shape, a scalar, and repeated over one run of dims ([P, 1, R]: N,H,W,C and
+// N,C,H,W gates, a bias row), NaN/Inf in both operands, with and without a clamp, 1 and 2
+// threads. A B repeated over two separate runs of dims is left to the reference kernel.
+TEST(EltwiseKernels, QuantizeWithFusedAddOrMulMatchesTheTwoOps) {
+  std::mt19937 rng(9);
+  auto r = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  for (int i = 0; i < 48; ++i) {
+    const int64_t rank = r(1, 4);
+    Shape shape;
+    for (int64_t d = 0; d < rank; ++d) shape.push_back(r(1, 7));
+    if (i % 8 == 0) shape.back() = 20000 + r(0, 99);  // split over two threads
+    // B: x's dims, with one contiguous run [first, last] set to 1 (none for i % 4 == 0).
+    Shape bs = shape;
+    const int64_t first = r(0, rank - 1), last = r(first, rank - 1);
+    if (i % 4) for (int64_t d = first; d <= last; ++d) bs[static_cast<size_t>(d)] = 1;
+    if (i % 6 == 5) bs = {};  // a scalar
+    if (i % 7 == 3 && bs.size() > 1) bs.erase(bs.begin());  // rank below x's
+    const bool mul = i % 2, swap = i % 3 == 2, clamp = i % 5 == 1;
+    const DType codes = i % 4 < 2 ? DType::UInt8 : DType::Int8;
+    const Tensor x = values(shape, static_cast<uint32_t>(200 + i), 20), b = values(bs, static_cast<uint32_t>(300 + i), 3);
+    Tensor zp(codes, {});
+    if (codes == DType::UInt8) zp.data<uint8_t>()[0] = static_cast<uint8_t>(r(0, 255));
+    else zp.data<int8_t>()[0] = static_cast<int8_t>(r(-128, 127));
+    const Tensor scale = Tensor::scalar<float>(0.05f + 0.01f * static_cast<float>(i));
+    const int threads = shape.back() > 1000 ? 2 : 1;
+    const std::string what = fmt::format("case {}: x {} B {} {}", i, shape_str(shape), shape_str(bs), mul ? "Mul" : "Add");
+    std::map<std::string, ir::Attribute> clip;
+    if (clamp) clip["clip_min"] = 0.f;
+    GraphBuilder sep;  // Add/Mul, then joule's QuantizeLinear (clamp only)
+    sep.input("x", DType::Float32, shape).input("b", DType::Float32, bs).init("s", scale).init("z", zp);
+    sep.node(mul ? "Mul" : "Add", {swap ? "b" : "x", swap ? "x" : "b"}, {"v"});
+    sep.node("QuantizeLinear", {"v", "s", "z"}, {"y"}, clip);
+    sep.g.nodes.back()->domain = "joule";
+    sep.g.opsets["joule"] = 1;
+    sep.output("y");
+    GraphBuilder fused;
+    std::map<std::string, ir::Attribute> attrs = clip;
+    attrs["binary"] = std::string(mul ? "Mul" : "Add");
+    fused.input("x", DType::Float32, shape).input("b", DType::Float32, bs).init("s", scale).init("z", zp);
+    fused.node("QuantizeLinear", {"x", "s", "z", "b"}, {"y"}, attrs);
+    fused.g.nodes.back()->domain = "joule";
+    fused.g.nodes.back()->name = "op";
+    fused.g.opsets["joule"] = 1;
+    fused.output("y");
+    const runtime::TensorMap in = {{"x", x}, {"b", b}};
+    const auto want = testing::run_with_algo(sep.g, in, {"reference"}, "", threads);
+    const auto ref = testing::run_with_algo(fused.g, in, {"reference"}, "op", threads);
+    const auto got = testing::run_with_algo(fused.g, in, {"quantize=simd"}, "op", threads);
+    ASSERT_EQ(got.algorithm, "simd") << what;
+    const Tensor& e = want.out.at("y");
+    for (const Tensor* g : {&ref.out.at("y"), &got.out.at("y")}) {
+      ASSERT_EQ(g->dtype(), e.dtype()) << what;
+      ASSERT_EQ(g->nbytes(), e.nbytes()) << what;
+      ASSERT_EQ(std::memcmp(g->raw(), e.raw(), g->nbytes()), 0) << what;
+    }
+  }
+  // [2,3,4,5] * [2,1,4,1]: repeated over dims 1 and 3, two runs: the reference kernel computes it.
+  GraphBuilder two;
+  two.input("x", DType::Float32, {2, 3, 4, 5}).input("b", DType::Float32, {2, 1, 4, 1});
+  two.init("s", Tensor::scalar<float>(0.1f));
+  two.node("QuantizeLinear", {"x", "s", "", "b"}, {"y"}, {{"binary", std::string("Mul")}});
+  two.g.nodes.back()->domain = "joule";
+  two.g.nodes.back()->name = "op";
+  two.g.opsets["joule"] = 1;
+  two.output("y");
+  const runtime::TensorMap in = {{"x", values({2, 3, 4, 5}, 1, 5)}, {"b", values({2, 1, 4, 1}, 2, 2)}};
+  EXPECT_EQ(testing::run_with_algo(two.g, in, {"guess"}, "op", 1).algorithm, "reference");
+}
+
 // RoiAlign's channels algorithm against the reference kernel: random maps, rois inside, across
 // and outside the image (and degenerate ones), both modes, both coordinate transformations,
 // fixed and adaptive sampling, several images, threads 1 and 2; and a case with few rois on a

@@ -315,3 +315,49 @@ TEST(ChannelsLast, KeepsActivationsNhwcBetweenIntegerConvs) {
     for (int64_t i = 0; i < a.numel(); ++i) EXPECT_NEAR(a.data<float>()[i], b.data<float>()[i], 1e-5) << i;
   }
 }
+
+// fuse_quantize on the integer plan: a squeeze-and-excitation gate's Mul (an N,H,W,C [N,1,1,C]
+// gate after channels_last) and a residual Add whose outputs only a QuantizeLinear reads fold
+// into it; the plan computes the same bytes as without the pass, on the fast kernels and the
+// reference ones.
+TEST(FuseQuantize, GateMulAndResidualAddFoldIntoTheQuantizeExactly) {
+  GraphBuilder b;
+  b.input("x", DType::Float32, {2, 3, 12, 12})
+      .init("w1", random_tensor({8, 3, 3, 3}, 1, -0.5f, 0.5f))
+      .init("we", random_tensor({8, 8, 1, 1}, 2, -0.5f, 0.5f))
+      .init("w2", random_tensor({8, 8, 1, 1}, 3, -0.5f, 0.5f))
+      .init("w3", random_tensor({4, 8, 1, 1}, 4, -0.5f, 0.5f))
+      .node("Conv", {"x", "w1"}, {"c1"}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}})
+      .node("GlobalAveragePool", {"c1"}, {"p"})
+      .node("Conv", {"p", "we"}, {"e"})
+      .node("Sigmoid", {"e"}, {"g"})
+      .node("Mul", {"g", "c1"}, {"m"})  // the gate first: the pass takes the full operand as x
+      .node("Conv", {"m", "w2"}, {"c2"})
+      .node("Add", {"c2", "c1"}, {"s"})
+      .node("Relu", {"s"}, {"r"})
+      .node("Conv", {"r", "w3"}, {"y"})
+      .output("y");
+  const ir::Graph sim = quantized(b.build(), kW8A8, random_inputs(4, 40));
+  std::vector<std::string> with = passes::int8_pipeline(passes::default_pipeline()), without = with;
+  std::erase(without, std::string("fuse_quantize"));
+  ASSERT_NE(with.size(), without.size());
+  ir::Graph fused = sim, plain = sim;
+  const auto report = passes::run_pipeline(fused, with);
+  passes::run_pipeline(plain, without);
+  int n_fused = -1;
+  for (auto& p : report["passes"])
+    if (p["pass"] == "fuse_quantize") n_fused = p["info"]["fused"].get<int>();
+  EXPECT_EQ(n_fused, 2);
+  EXPECT_EQ(count(fused, "Mul") + count(fused, "Add"), 0);
+  EXPECT_EQ(count(plain, "Mul") + count(plain, "Add"), 2);
+  for (const char* algo : {"guess", "reference"}) {
+    runtime::SessionOptions o;
+    o.algo.add(algo);
+    runtime::Session a(fused, o), c(plain, o);
+    for (auto& in : random_inputs(3, 90)) {
+      const Tensor ya = a.run(in).at("y"), yc = c.run(in).at("y");
+      ASSERT_EQ(ya.nbytes(), yc.nbytes());
+      EXPECT_EQ(std::memcmp(ya.raw(), yc.raw(), ya.nbytes()), 0) << algo;
+    }
+  }
+}

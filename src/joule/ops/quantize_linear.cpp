@@ -1,6 +1,9 @@
 // QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear (ONNX opsets 10-21, integer types),
 // and joule's QuantizeLinear: ONNX's with attributes clip_min / clip_max (default -inf / +inf),
-// the input clamped to them first — a Relu or Clip that lower_int8 folded into the quantization.
+// the input clamped to them first — a Relu or Clip that lower_int8 folded into the quantization —
+// and an optional fourth input B with attribute binary = "Add" | "Mul": the input is x + B or
+// x * B first (B broadcast to x's shape; float32), the Add or Mul that fuse_quantize folded in:
+//   y = Q(clamp(x op B)), each step the float arithmetic of the separate ops, so the same codes.
 //   Quantize:   y = saturate(round_half_even(x / scale) + zero_point), in zero_point's type (uint8 by default)
 //   Dequantize: y = (x - zero_point) * scale
 // A scalar (or one-element) scale is per tensor; a 1-D scale of length D is per axis (attribute
@@ -167,6 +170,9 @@ void quantize_to(const float* x, const AxisLayout& l, const std::vector<float>& 
     }
 }
 
+void quantize_into(KernelContext& c, const Tensor& x, const AxisLayout& l, const std::vector<float>& s,
+                   const std::vector<int64_t>& zp, DType out);
+
 void run_quantize(KernelContext& c) {
   const Tensor& x0 = c.in(0);
   JOULE_CHECK(is_floating(x0.dtype()), c.node.where() + ": input must be floating point, got " + x0.describe());
@@ -182,8 +188,27 @@ void run_quantize(KernelContext& c) {
   std::vector<int64_t> zp(s.size(), 0);
   if (c.has(2))
     for (size_t i = 0; i < zp.size(); ++i) zp[i] = c.in(2).value_as_int(static_cast<int64_t>(i));
+  const bool joule = c.node.domain == "joule";  // the clamp (and the Add or Mul) folded in
+  if (joule && c.has(3)) {
+    const Tensor& b = c.in(3);
+    JOULE_CHECK(b.dtype() == DType::Float32 && c.in(0).dtype() == DType::Float32,
+                c.node.where() + ": the fused " + c.node.attr_string("binary", "") + " needs float32 operands, got " +
+                    x.describe() + " and " + b.describe());
+    JOULE_CHECK(broadcast_shapes({x.shape(), b.shape()}, c.node) == x.shape(),
+                c.node.where() + ": B " + b.describe() + " does not broadcast to the input " + x.describe());
+    const bool mul = c.node.attr_string("binary", "") == "Mul";
+    const Tensor v = mul ? broadcast_binary<float, float, float>(x, b, x.shape(), [](float p, float q) { return p * q; })
+                         : broadcast_binary<float, float, float>(x, b, x.shape(), [](float p, float q) { return p + q; });
+    return quantize_into(c, v, l, s, zp, out);
+  }
+  quantize_into(c, x, l, s, zp, out);
+}
+
+// Quantizes float32 `x` into output 0 with the node's clamp.
+void quantize_into(KernelContext& c, const Tensor& x, const AxisLayout& l, const std::vector<float>& s,
+                   const std::vector<int64_t>& zp, DType out) {
   Tensor& y = c.output(0, out, x.shape());
-  const bool joule = c.node.domain == "joule";  // the clamp folded in
+  const bool joule = c.node.domain == "joule";
   const float clo = joule ? c.node.attr_float("clip_min", -std::numeric_limits<float>::infinity())
                           : -std::numeric_limits<float>::infinity();
   const float chi = joule ? c.node.attr_float("clip_max", std::numeric_limits<float>::infinity())
@@ -262,6 +287,9 @@ void run_dynamic(KernelContext& c) {
 
 std::string check_joule_quant(const ir::Node& n, int64_t opset) {
   if (std::string why = check_quant(n, opset); !why.empty()) return why;
+  const std::string op = n.attr_string("binary", "");
+  if (n.has_input(3) != !op.empty()) return "input B and attribute binary go together";
+  if (!op.empty() && op != "Add" && op != "Mul") return "binary must be Add or Mul, got '" + op + "'";
   if (!(n.attr_float("clip_min", -std::numeric_limits<float>::infinity()) <=
         n.attr_float("clip_max", std::numeric_limits<float>::infinity())))
     return "clip_min above clip_max";
@@ -294,7 +322,7 @@ template void dequantize_values<uint16_t>(const uint16_t*, float*, int64_t, floa
 }  // namespace quant
 
 extern const OpDef kOpJouleQuantizeLinear;
-const OpDef kOpJouleQuantizeLinear{"QuantizeLinear", "joule", 2, 3, infer_quantize, run_quantize, nullptr, check_joule_quant};
+const OpDef kOpJouleQuantizeLinear{"QuantizeLinear", "joule", 2, 4, infer_quantize, run_quantize, nullptr, check_joule_quant};
 extern const OpDef kOpQuantizeLinear;
 const OpDef kOpQuantizeLinear{"QuantizeLinear", "", 2, 3, infer_quantize, run_quantize, nullptr, check_quant};
 extern const OpDef kOpDequantizeLinear;

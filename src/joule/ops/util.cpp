@@ -29,6 +29,31 @@ int64_t normalize_axis(int64_t axis, int64_t rank, const ir::Node& node) {
   return a;
 }
 
+bool broadcast_as_pqr(const Shape& x, const Shape& b, int64_t* p, int64_t* q, int64_t* r) {
+  if (b.size() > x.size()) return false;
+  const size_t lead = x.size() - b.size();
+  int first = -1, last = -1;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const int64_t bi = i < lead ? 1 : b[i - lead];
+    if (bi == x[i] || x[i] == 1) continue;
+    if (bi != 1) return false;
+    if (first < 0) first = static_cast<int>(i);
+    last = static_cast<int>(i);
+  }
+  *p = *q = *r = 1;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const int ii = static_cast<int>(i);
+    if (first >= 0 && ii >= first && ii <= last) {
+      const int64_t bi = i < lead ? 1 : b[i - lead];
+      if (bi != 1 && x[i] != 1) return false;  // a kept dim inside the repeated run
+      *q *= x[i];
+    } else {
+      *(first >= 0 && ii < first ? p : r) *= x[i];
+    }
+  }
+  return true;
+}
+
 Shape broadcast_shapes(const std::vector<Shape>& shapes, const ir::Node& node) {
   size_t rank = 0;
   for (auto& s : shapes) rank = std::max(rank, s.size());

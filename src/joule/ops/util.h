@@ -17,6 +17,12 @@ Shape broadcast_shapes(const std::vector<Shape>& shapes, const ir::Node& node);
 ir::TensorType broadcast_types(const std::vector<const ir::TensorType*>& types, DType out,
                                const ir::Node& node);
 
+// B broadcast to `x` (without growing it) as a repetition over one contiguous run of x's dims:
+// x viewed as [P, Q, R] and B as [P, 1, R] (Q = 1: B has x's shape; P = R = 1: a scalar; an
+// N,H,W,C gate [N,1,1,C]: P = N, Q = H*W, R = C). False when B is not of this form (its
+// repeated dims are not contiguous, or it does not broadcast to x).
+bool broadcast_as_pqr(const Shape& x, const Shape& b, int64_t* p, int64_t* q, int64_t* r);
+
 // Output type = input i's type (shape and dtype).
 void infer_same_as_input(InferContext& c, size_t i = 0);
 // Output 0 = broadcast of all given inputs, with dtype `out` (Undefined: input 0's dtype).

@@ -3,12 +3,16 @@
 // int8/uint8 to float32, with constant per-tensor or per-axis scale and zero point. The span
 // arithmetic is the reference kernel's (ops/quantize_util.h: a float division per element, as
 // ONNX Runtime, so the codes agree bit for bit); this kernel plans the parameters once and
-// splits the spans over threads.
+// splits the spans over threads. A joule QuantizeLinear with a fused Add or Mul (fuse_quantize:
+// B broadcast as [P, 1, R] over the input viewed as [P, Q, R], per-tensor parameters) computes
+// x op B into a small buffer per span and quantizes it: one pass over the input and no float
+// tensor written, the same float arithmetic as the separate ops.
 #include <limits>
 
 #include "joule/core/error.h"
 #include "joule/kernels/eltwise/eltwise.h"
 #include "joule/ops/quantize_util.h"
+#include "joule/ops/util.h"
 
 namespace joule::kernels {
 namespace {
@@ -20,6 +24,8 @@ struct Plan {
   int64_t outer = 1, channels = 1, inner = 1;  // per axis: outer x channels x inner
   std::vector<float> scale, zero;
   float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
+  char binary = 0;  // '+' or '*': the fused Add or Mul, B broadcast as [bp, 1, br] over [bp, bq, br]
+  int64_t bp = 1, bq = 1, br = 1;
 };
 
 std::string read(const NodeView& v, Plan* p) {
@@ -55,6 +61,15 @@ std::string read(const NodeView& v, Plan* p) {
     p->lo = n.attr_float("clip_min", p->lo);
     p->hi = n.attr_float("clip_max", p->hi);
   }
+  if (n.domain == "joule" && v.has(3)) {
+    const std::string op = n.attr_string("binary", "");
+    if (op != "Add" && op != "Mul") return "binary is not Add or Mul";
+    p->binary = op == "Add" ? '+' : '*';
+    Shape b;
+    if (!v.static_shape(3, &b) || v.in_types[3]->dtype != DType::Float32) return "B is not float32 of a static shape";
+    if (s->numel() != 1) return "a fused " + op + " with per-axis parameters";
+    if (!ops::broadcast_as_pqr(p->shape, b, &p->bp, &p->bq, &p->br)) return "B " + shape_str(b) + " repeats over dims that are not contiguous";
+  }
   return "";
 }
 
@@ -68,11 +83,53 @@ class QuantizeKernel final : public Kernel {
     if (x.dtype() != in || x.shape() != p_.shape)
       fail(k.node.where() + ": the simd kernel was prepared for " + dtype_name(in) + shape_str(p_.shape) + ", got " + x.describe());
     Tensor& y = k.output(0, p_.quantize ? p_.codes : DType::Float32, p_.shape);
+    if (p_.binary) {
+      const Tensor& b = k.in(3);
+      if (b.numel() != p_.bp * p_.br) fail(k.node.where() + ": the simd kernel was prepared for another B than " + b.describe());
+      if (p_.codes == DType::UInt8) return fused<uint8_t>(x.data<float>(), b.data<float>(), y.data<uint8_t>(), k.pool);
+      return fused<int8_t>(x.data<float>(), b.data<float>(), y.data<int8_t>(), k.pool);
+    }
     if (p_.codes == DType::UInt8) return spans<uint8_t>(x, y, k.pool);
     spans<int8_t>(x, y, k.pool);
   }
 
  private:
+  // y = Q(x op B) over n elements, with B's n values (`b_step` 1) or one value (`b_step` 0).
+  template <class Q>
+  void fused_span(const float* x, const float* b, int64_t b_step, Q* y, int64_t n) const {
+    constexpr int64_t kChunk = 1024;
+    alignas(64) float v[kChunk];
+    for (int64_t i = 0; i < n; i += kChunk) {
+      const int64_t m = std::min(kChunk, n - i);
+      const float* xs = x + i;
+      const float* bs = b + i * b_step;
+      if (p_.binary == '*') {
+        if (b_step) for (int64_t j = 0; j < m; ++j) v[j] = xs[j] * bs[j];
+        else for (int64_t j = 0; j < m; ++j) v[j] = xs[j] * bs[0];
+      } else {
+        if (b_step) for (int64_t j = 0; j < m; ++j) v[j] = xs[j] + bs[j];
+        else for (int64_t j = 0; j < m; ++j) v[j] = xs[j] + bs[0];
+      }
+      ops::quant::quantize_values<Q>(v, y + i, m, p_.scale[0], p_.zero[0], p_.lo, p_.hi);
+    }
+  }
+  // Over [bp, bq, br]: rows of br elements against B's row p (br > 1), or runs of bq elements
+  // against B's one value (br == 1: a per-channel N,C,H,W gate, or a scalar).
+  template <class Q>
+  void fused(const float* x, const float* b, Q* y, ThreadPool* pool) const {
+    const int64_t P = p_.bp, Qn = p_.bq, R = p_.br;
+    if (R == 1) {
+      if (P == 1) return split_items(pool, Qn, 1, [&](int64_t s, int64_t e) { fused_span<Q>(x + s, b, 0, y + s, e - s); });
+      return split_items(pool, P, Qn, [&](int64_t s, int64_t e) {
+        for (int64_t i = s; i < e; ++i) fused_span<Q>(x + i * Qn, b + i, 0, y + i * Qn, Qn);
+      });
+    }
+    if (P * Qn == 1) return split_items(pool, R, 1, [&](int64_t s, int64_t e) { fused_span<Q>(x + s, b + s, 1, y + s, e - s); });
+    split_items(pool, P * Qn, R, [&](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) fused_span<Q>(x + i * R, b + (i / Qn) * R, 1, y + i * R, R);
+    });
+  }
+
   // Per tensor: one span split over threads; per axis: the outer x channels spans over threads.
   template <class Q>
   void spans(const Tensor& x, Tensor& y, ThreadPool* pool) const {
@@ -123,7 +180,7 @@ bool is_quantize(const ir::Node& n) {
 
 extern const Algorithm kQuantizeSimd;
 const Algorithm kQuantizeSimd{"quantize", "simd",
-                              "QuantizeLinear (a folded Relu/Clip included) and DequantizeLinear between float32 and "
+                              "QuantizeLinear (a folded Relu/Clip, Add or Mul included) and DequantizeLinear between float32 and "
                               "int8/uint8, constant per-tensor or per-axis parameters, vectorised, threaded",
                               supports, estimate_ms, prepare};
 
