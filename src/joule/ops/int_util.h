@@ -183,16 +183,19 @@ struct Requant {
 };
 
 // Codes of type Q: saturate(round_half_even(v + zp)). Adding and subtracting 1.5 * 2^23 rounds
-// to nearest, ties to even, without libm (v is first clamped to one past the code range).
+// to nearest, ties to even, without libm (v is first clamped to one past the code range). One
+// select per bound (no nested ones), so that GCC vectorises loops of it.
 template <class Q>
 JOULE_INLINE_EPILOGUE Q requant_code(float v, float zp) {
   constexpr float kRound = 12582912.0f;
   const float lo = static_cast<float>(std::numeric_limits<Q>::min());
   const float hi = static_cast<float>(std::numeric_limits<Q>::max());
   v += zp;
-  v = v > lo - 1 ? (v < hi + 1 ? v : hi + 1) : lo - 1;  // NaN ends at lo
+  v = v >= lo - 1 ? v : lo - 1;  // NaN ends at lo
+  v = v > hi + 1 ? hi + 1 : v;
   float q = (v + kRound) - kRound;
-  q = q < lo ? lo : (q > hi ? hi : q);
+  q = q < lo ? lo : q;
+  q = q > hi ? hi : q;
   return static_cast<Q>(static_cast<int32_t>(q));
 }
 
