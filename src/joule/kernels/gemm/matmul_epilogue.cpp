@@ -86,6 +86,10 @@ JOULE_ALWAYS_INLINE void activate_body(MatMulAct act, float a, float b, float* y
   }
 }
 void activate(MatMulAct act, float a, float b, float* y, int64_t n) { activate_body(act, a, b, y, n); }
+// 8 wide on CPUs with AVX2 but not AVX-512 (no FMA: the baseline loop's values).
+__attribute__((target("avx2"))) void activate_avx2(MatMulAct act, float a, float b, float* y, int64_t n) {
+  activate_body(act, a, b, y, n);
+}
 JOULE_AVX512 void activate_avx512(MatMulAct act, float a, float b, float* y, int64_t n) {
   if (act == MatMulAct::kSigmoid || act == MatMulAct::kSilu)
     ops::vec::sigmoid_avx512(y, y, n, act == MatMulAct::kSilu);
@@ -97,7 +101,7 @@ JOULE_AVX512 void activate_avx512(MatMulAct act, float a, float b, float* y, int
 
 void matmul_activate(const MatMulEpilogue& e, float* y, int64_t count, ThreadPool& pool) {
   if (e.act == MatMulAct::kNone) return;
-  const auto f = cpu_features().avx512 ? activate_avx512 : activate;
+  const auto f = cpu_features().avx512 ? activate_avx512 : cpu_features().avx2_fma ? activate_avx2 : activate;
   split_items(&pool, count, 1, [&](int64_t b, int64_t end) { f(e.act, e.alpha, e.beta, y + b, end - b); });
 }
 
