@@ -51,11 +51,19 @@ template <int O, int P>
 JOULE_AVX512 void row_avx512(const float* a, const float* b, float* y, int64_t n) {
   row_body<O, P>(a, b, y, n);
 }
+template <int O, int P>
+JOULE_AVX2 void row_avx2(const float* a, const float* b, float* y, int64_t n) {
+  row_body<O, P>(a, b, y, n);
+}
 
+template <int O, int P>
+Row row_pick(bool avx512, bool avx2) {
+  return avx512 ? &row_avx512<O, P> : avx2 ? &row_avx2<O, P> : &row_base<O, P>;
+}
 template <int O>
 std::array<Row, kPatterns> rows_of(bool avx512) {
-  return {avx512 ? &row_avx512<O, kBoth> : &row_base<O, kBoth>, avx512 ? &row_avx512<O, kOnlyA> : &row_base<O, kOnlyA>,
-          avx512 ? &row_avx512<O, kOnlyB> : &row_base<O, kOnlyB>};
+  const bool avx2 = cpu_features().avx2_fma;
+  return {row_pick<O, kBoth>(avx512, avx2), row_pick<O, kOnlyA>(avx512, avx2), row_pick<O, kOnlyB>(avx512, avx2)};
 }
 
 Row row_of(Op o, Pattern p) {

@@ -62,6 +62,7 @@ JOULE_ALWAYS_INLINE void softmax_row_body(const float* x, float* y, int64_t n) {
   for (int64_t l = 0; l < nt; ++l) y[nf + l] = tail[l] * inv;
 }
 void softmax_row_base(const float* x, float* y, int64_t n) { softmax_row_body(x, y, n); }
+JOULE_AVX2 void softmax_row_avx2(const float* x, float* y, int64_t n) { softmax_row_body(x, y, n); }
 
 // The same arithmetic in AVX-512 intrinsics (GCC keeps the max reduction above in 16 scalar
 // registers): e^x as vec::exp (same reduction and polynomial; 2^n by scalef), the partial last
@@ -128,6 +129,9 @@ JOULE_AVX512 void layer_norm_row_avx512(const float* x, float* y, int64_t n, con
                                         float eps) {
   layer_norm_row_body(x, y, n, scale, bias, eps);
 }
+JOULE_AVX2 void layer_norm_row_avx2(const float* x, float* y, int64_t n, const float* scale, const float* bias, float eps) {
+  layer_norm_row_body(x, y, n, scale, bias, eps);
+}
 
 // ---- batch norm planes
 
@@ -136,6 +140,7 @@ JOULE_ALWAYS_INLINE void affine_body(const float* x, float* y, int64_t n, float 
 }
 void affine_base(const float* x, float* y, int64_t n, float a, float b) { affine_body(x, y, n, a, b); }
 JOULE_AVX512 void affine_avx512(const float* x, float* y, int64_t n, float a, float b) { affine_body(x, y, n, a, b); }
+JOULE_AVX2 void affine_avx2(const float* x, float* y, int64_t n, float a, float b) { affine_body(x, y, n, a, b); }
 
 // `rows` rows of n channels (N,H,W,C): y = x * a[c] + b[c].
 JOULE_ALWAYS_INLINE void affine_rows_body(const float* x, float* y, int64_t rows, int64_t n, const float* a, const float* b) {
@@ -146,6 +151,9 @@ void affine_rows_base(const float* x, float* y, int64_t rows, int64_t n, const f
   affine_rows_body(x, y, rows, n, a, b);
 }
 JOULE_AVX512 void affine_rows_avx512(const float* x, float* y, int64_t rows, int64_t n, const float* a, const float* b) {
+  affine_rows_body(x, y, rows, n, a, b);
+}
+JOULE_AVX2 void affine_rows_avx2(const float* x, float* y, int64_t rows, int64_t n, const float* a, const float* b) {
   affine_rows_body(x, y, rows, n, a, b);
 }
 
@@ -251,18 +259,18 @@ class NormKernel final : public Kernel {
     Tensor& Y = k.output(0, DType::Float32, p_.shape);
     const float* x = X.data<float>();
     float* y = Y.data<float>();
-    const bool avx512 = cpu_features().avx512;
+    const bool avx512 = cpu_features().avx512, avx2 = cpu_features().avx2_fma;
     const int64_t n = p_.n;
     switch (p_.kind) {
       case Kind::kSoftmax: {
-        const auto row = avx512 ? softmax_row_avx512 : softmax_row_base;
+        const auto row = avx512 ? softmax_row_avx512 : avx2 ? softmax_row_avx2 : softmax_row_base;
         split_items(k.pool, p_.rows, n * 8, [&](int64_t r0, int64_t r1) {  // exp: ~8 element-passes
           for (int64_t r = r0; r < r1; ++r) row(x + r * n, y + r * n, n);
         });
         return;
       }
       case Kind::kLayerNorm: {
-        const auto row = avx512 ? layer_norm_row_avx512 : layer_norm_row_base;
+        const auto row = avx512 ? layer_norm_row_avx512 : avx2 ? layer_norm_row_avx2 : layer_norm_row_base;
         split_items(k.pool, p_.rows, n * 3, [&](int64_t r0, int64_t r1) {
           for (int64_t r = r0; r < r1; ++r) row(x + r * n, y + r * n, n, p_.a.data(), p_.b.data(), p_.eps);
         });
@@ -270,13 +278,13 @@ class NormKernel final : public Kernel {
       }
       case Kind::kBatchNorm: {
         if (p_.channels_last) {
-          const auto rows = avx512 ? affine_rows_avx512 : affine_rows_base;
+          const auto rows = avx512 ? affine_rows_avx512 : avx2 ? affine_rows_avx2 : affine_rows_base;
           split_items(k.pool, p_.rows, n, [&](int64_t r0, int64_t r1) {
             rows(x + r0 * n, y + r0 * n, r1 - r0, n, p_.a.data(), p_.b.data());
           });
           return;
         }
-        const auto plane = avx512 ? affine_avx512 : affine_base;
+        const auto plane = avx512 ? affine_avx512 : avx2 ? affine_avx2 : affine_base;
         const size_t c = p_.a.size();
         split_items(k.pool, p_.rows, n, [&](int64_t r0, int64_t r1) {
           for (int64_t r = r0; r < r1; ++r) {

@@ -29,7 +29,7 @@ namespace {
 
 enum class Kind { kMaxPool, kAvgPool, kGlobalAvg, kGlobalMax, kMeanNhwc, kMaxNhwc, kAvgNhwc };
 
-// ---- the vectorised loops, compiled twice (baseline and AVX-512)
+// ---- the vectorised loops, compiled three times (baseline, AVX2 and AVX-512)
 
 template <class T>
 JOULE_ALWAYS_INLINE T vmax_t(T m, T v) { return v > m || v != v ? v : m; }
@@ -40,8 +40,9 @@ JOULE_ALWAYS_INLINE void add_body(float* acc, const float* x, int64_t n) {
 }
 void add_base(float* acc, const float* x, int64_t n) { add_body(acc, x, n); }
 JOULE_AVX512 void add_avx512(float* acc, const float* x, int64_t n) { add_body(acc, x, n); }
+JOULE_AVX2 void add_avx2(float* acc, const float* x, int64_t n) { add_body(acc, x, n); }
 using Add = void (*)(float*, const float*, int64_t);
-Add add_of() { return cpu_features().avx512 ? add_avx512 : add_base; }
+Add add_of() { return cpu_features().avx512 ? add_avx512 : cpu_features().avx2_fma ? add_avx2 : add_base; }
 
 // Output columns [j0, j1) of one output row whose windows lie inside the input row: acc[j] =
 // the max (or sum) over the kernel rows `rows` and kernel columns b of rows[a][j*S + b - pad].
@@ -68,6 +69,11 @@ void rows_base(const T* const* rows, int64_t nrows, int64_t kw, int64_t s, int64
 template <class T, bool Max, int S>
 JOULE_AVX512 void rows_avx512(const T* const* rows, int64_t nrows, int64_t kw, int64_t s, int64_t pad, T* acc, int64_t j0,
                               int64_t j1) {
+  rows_body<T, Max, S>(rows, nrows, kw, s, pad, acc, j0, j1);
+}
+template <class T, bool Max, int S>
+JOULE_AVX2 void rows_avx2(const T* const* rows, int64_t nrows, int64_t kw, int64_t s, int64_t pad, T* acc, int64_t j0,
+                          int64_t j1) {
   rows_body<T, Max, S>(rows, nrows, kw, s, pad, acc, j0, j1);
 }
 // The same for float32 at stride 1 or 2 in AVX-512 registers: 16 outputs stay in one register
@@ -117,6 +123,8 @@ template <class T, bool Max>
 void vfold_base(const T* const* rows, int64_t nrows, T* buf, int64_t n) { vfold_body<T, Max>(rows, nrows, buf, n); }
 template <class T, bool Max>
 JOULE_AVX512 void vfold_avx512(const T* const* rows, int64_t nrows, T* buf, int64_t n) { vfold_body<T, Max>(rows, nrows, buf, n); }
+template <class T, bool Max>
+JOULE_AVX2 void vfold_avx2(const T* const* rows, int64_t nrows, T* buf, int64_t n) { vfold_body<T, Max>(rows, nrows, buf, n); }
 // The same in AVX-512 registers with masked tails (rows of 7 to 28 floats are common: a plain
 // loop would run them scalar): float32 max (NaN lanes kept) or sum, and 8-bit codes' max.
 template <bool Max>
@@ -156,7 +164,7 @@ template <class T>
 using VFold = void (*)(const T* const*, int64_t, T*, int64_t);
 template <class T, bool Max>
 VFold<T> vfold_of() {
-  if (!cpu_features().avx512) return vfold_base<T, Max>;
+  if (!cpu_features().avx512) return cpu_features().avx2_fma ? vfold_avx2<T, Max> : vfold_base<T, Max>;
   if constexpr (std::is_same_v<T, float>) return vfold_avx512_float<Max>;
   else if constexpr (Max) return vfold_avx512_codes<T>;
   else return vfold_avx512<T, Max>;
@@ -169,9 +177,10 @@ Rows<T> rows_of(int64_t stride) {
   const bool v = cpu_features().avx512;
   if constexpr (std::is_same_v<T, float>)
     if (v && (stride == 1 || stride == 2)) return stride == 1 ? rows_avx512_float<Max, 1> : rows_avx512_float<Max, 2>;
-  if (stride == 1) return v ? rows_avx512<T, Max, 1> : rows_base<T, Max, 1>;
-  if (stride == 2) return v ? rows_avx512<T, Max, 2> : rows_base<T, Max, 2>;
-  return v ? rows_avx512<T, Max, 0> : rows_base<T, Max, 0>;
+  const bool v2 = cpu_features().avx2_fma;
+  if (stride == 1) return v ? rows_avx512<T, Max, 1> : v2 ? rows_avx2<T, Max, 1> : rows_base<T, Max, 1>;
+  if (stride == 2) return v ? rows_avx512<T, Max, 2> : v2 ? rows_avx2<T, Max, 2> : rows_base<T, Max, 2>;
+  return v ? rows_avx512<T, Max, 0> : v2 ? rows_avx2<T, Max, 0> : rows_base<T, Max, 0>;
 }
 
 // One output row of an N,H,W,C window pool (T: float32, or 8-bit codes for Max): output column
@@ -265,12 +274,16 @@ template <class T, bool Max>
 JOULE_AVX512 void nhwc_row_avx512(const T* xb, T* y, const NhwcWindow& q, const float* scale, T none) {
   nhwc_row_pick<T, Max>(xb, y, q, scale, none);
 }
+template <class T, bool Max>
+JOULE_AVX2 void nhwc_row_avx2(const T* xb, T* y, const NhwcWindow& q, const float* scale, T none) {
+  nhwc_row_pick<T, Max>(xb, y, q, scale, none);
+}
 template <class T>
 using NhwcRow = void (*)(const T*, T*, const NhwcWindow&, const float*, T);
 template <class T, bool Max>
 NhwcRow<T> nhwc_row_of() {
   if constexpr (!Max && !std::is_same_v<T, float>) return nullptr;  // (averages of codes: never planned)
-  else return cpu_features().avx512 ? nhwc_row_avx512<T, Max> : nhwc_row_base<T, Max>;
+  else return cpu_features().avx512 ? nhwc_row_avx512<T, Max> : cpu_features().avx2_fma ? nhwc_row_avx2<T, Max> : nhwc_row_base<T, Max>;
 }
 
 // ---- plans

@@ -68,6 +68,10 @@ void span_base(const float* x, float* y, int64_t n, float a, float b) {
   span_body<F>(x, y, n, a, b);
 }
 template <int F>
+JOULE_AVX2 void span_avx2(const float* x, float* y, int64_t n, float a, float b) {
+  span_body<F>(x, y, n, a, b);
+}
+template <int F>
 JOULE_AVX512 void span_avx512(const float* x, float* y, int64_t n, float a, float b) {
   if constexpr (F == kSigmoid || F == kSiLU)
     vec::sigmoid_avx512(x, y, n, F == kSiLU);  // intrinsics: twice the speed of the vectorised loop
@@ -76,12 +80,14 @@ JOULE_AVX512 void span_avx512(const float* x, float* y, int64_t n, float a, floa
 }
 
 template <size_t... I>
-std::array<Span, kCount> spans(bool avx512, std::index_sequence<I...>) {
-  return {(avx512 ? &span_avx512<static_cast<int>(I)> : &span_base<static_cast<int>(I)>)...};
+std::array<Span, kCount> spans(bool avx512, bool avx2, std::index_sequence<I...>) {
+  return {(avx512 ? &span_avx512<static_cast<int>(I)>
+                  : avx2 ? &span_avx2<static_cast<int>(I)> : &span_base<static_cast<int>(I)>)...};
 }
 
 Span span_of(Fn f) {
-  static const std::array<Span, kCount> table = spans(cpu_features().avx512, std::make_index_sequence<kCount>());
+  static const std::array<Span, kCount> table = spans(cpu_features().avx512, cpu_features().avx2_fma,
+                                                     std::make_index_sequence<kCount>());
   return table[f];
 }
 

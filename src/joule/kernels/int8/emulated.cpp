@@ -27,7 +27,7 @@ JOULE_ALWAYS_INLINE void center_span(const Q* __restrict p, float z, float* __re
   for (int64_t i = b; i < e; ++i) out[i] = static_cast<float>(p[i]) - z;
 }
 template <class Q>
-__attribute__((target("avx2"))) void center_span_avx2(const Q* p, float z, float* out, int64_t b, int64_t e) {
+JOULE_AVX2 void center_span_avx2(const Q* p, float z, float* out, int64_t b, int64_t e) {
   center_span(p, z, out, b, e);
 }
 template <class Q>
@@ -82,7 +82,7 @@ JOULE_ALWAYS_INLINE void epilogue_span(const ops::qint::Requant& rq, const float
 // the baseline build). AVX2 without FMA: no multiply-add is contracted, so the values are the
 // reference kernel's bit for bit.
 template <int Act, class Y>
-__attribute__((target("avx2"))) void epilogue_span_avx2(const ops::qint::Requant& r, const float* bias, const float* acc,
+JOULE_AVX2 void epilogue_span_avx2(const ops::qint::Requant& r, const float* bias, const float* acc,
                                                         Y* y, int64_t b, int64_t e, int64_t channels, int64_t inner) {
   epilogue_span<Act, Y>(r, bias, acc, y, b, e, channels, inner);
 }
