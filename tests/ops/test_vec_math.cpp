@@ -127,13 +127,15 @@ TEST(VecMath, SpecialValues) {
 
 // The AVX-512 spans of ops/vec_sigmoid.h against float64: sigmoid and SiLU over the range, with
 // the bias and residual added first, every tail length, in place, and the special values.
-TEST(VecMath, SigmoidAvx512SpansWithinStatedError) {
-  if (!cpu_features().avx512) GTEST_SKIP() << "no AVX-512 on this CPU (" << cpu_features().isa << ")";
+// The intrinsic sigmoid / SiLU spans (AVX-512 and AVX2 + FMA) against float64: the stated error,
+// every tail length, in place, the special values.
+using SigmoidSpan = void (*)(const float*, float*, int64_t, bool, float, const float*);
+void check_sigmoid_spans(SigmoidSpan sigmoid) {
   std::vector<float> x;
   for (double v = -80; v <= 80; v += 0.0003) x.push_back(static_cast<float>(v));
   std::vector<float> sig(x.size()), silu(x.size());
-  vec::sigmoid_avx512(x.data(), sig.data(), static_cast<int64_t>(x.size()), false);
-  vec::sigmoid_avx512(x.data(), silu.data(), static_cast<int64_t>(x.size()), true);
+  sigmoid(x.data(), sig.data(), static_cast<int64_t>(x.size()), false, 0.f, nullptr);
+  sigmoid(x.data(), silu.data(), static_cast<int64_t>(x.size()), true, 0.f, nullptr);
   double worst_sig = 0, worst_silu = 0;
   for (size_t i = 0; i < x.size(); ++i) {
     const double xd = x[i], s = 1 / (1 + std::exp(-xd));
@@ -151,7 +153,7 @@ TEST(VecMath, SigmoidAvx512SpansWithinStatedError) {
     }
     std::vector<float> y = a;
     y.push_back(123.f);  // past the end: untouched
-    vec::sigmoid_avx512(y.data(), y.data(), n, true, 0.5f, r.data());
+    sigmoid(y.data(), y.data(), n, true, 0.5f, r.data());
     for (int64_t i = 0; i < n; ++i) {
       const double v = static_cast<double>(a[static_cast<size_t>(i)] + 0.5f) + r[static_cast<size_t>(i)];
       EXPECT_NEAR(y[static_cast<size_t>(i)], v / (1 + std::exp(-v)), 5e-7 * std::abs(v) + 1e-30) << "n=" << n << " i=" << i;
@@ -161,8 +163,8 @@ TEST(VecMath, SigmoidAvx512SpansWithinStatedError) {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
   const float in[6] = {inf, -inf, nan, 0.f, -100.f, 100.f};
   float s[6], l[6];
-  vec::sigmoid_avx512(in, s, 6, false);
-  vec::sigmoid_avx512(in, l, 6, true);
+  sigmoid(in, s, 6, false, 0.f, nullptr);
+  sigmoid(in, l, 6, true, 0.f, nullptr);
   EXPECT_EQ(s[0], 1.f);
   EXPECT_EQ(s[1], 0.f);
   EXPECT_TRUE(std::isnan(s[2]));
@@ -174,6 +176,16 @@ TEST(VecMath, SigmoidAvx512SpansWithinStatedError) {
   EXPECT_TRUE(std::isnan(l[1]));  // -inf * 0, as PyTorch's x * sigmoid(x)
   EXPECT_TRUE(std::isnan(l[2]));
   EXPECT_EQ(l[3], 0.f);
+}
+
+TEST(VecMath, SigmoidAvx512SpansWithinStatedError) {
+  if (!cpu_features().avx512) GTEST_SKIP() << "no AVX-512 on this CPU (" << cpu_features().isa << ")";
+  check_sigmoid_spans(vec::sigmoid_avx512);
+}
+
+TEST(VecMath, SigmoidAvx2SpansWithinStatedError) {
+  if (!cpu_features().avx2_fma) GTEST_SKIP() << "no AVX2 + FMA on this CPU (" << cpu_features().isa << ")";
+  check_sigmoid_spans(vec::sigmoid_avx2);
 }
 
 TEST(VecMath, GeluOpFloat32) {

@@ -53,7 +53,56 @@ JOULE_AVX512 void span(const float* x, float* y, int64_t n, float add, const flo
   if (i < n) one16<Silu, Res>(x + i, y + i, Res ? res + i : nullptr, a, static_cast<__mmask16>((1u << (n - i)) - 1));
 }
 
+// 8 lanes with AVX2 + FMA: the reduction and polynomial above; 2^n (n in [-150, 0]) as 2^n1 2^n2
+// with n1 = floor(n / 2), both normal, so results down to the subnormals come out as with
+// vscalefps (one extra rounding there); 1 / (1 + e) by an exact division. NaN: max returns its
+// second operand (t), and the NaN reaches the result through r.
+#define JOULE_AVX2_FMA __attribute__((target("avx2,fma")))
+JOULE_AVX2_FMA JOULE_ALWAYS_INLINE __m256 pow2i(__m256 k) {  // k integer-valued in [-126, 127]
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23));
+}
+JOULE_AVX2_FMA JOULE_ALWAYS_INLINE __m256 sigmoid8(__m256 x) {
+  __m256 t = _mm256_or_ps(x, _mm256_set1_ps(-0.f));  // -|x|
+  t = _mm256_max_ps(_mm256_set1_ps(-104.f), t);
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(t, _mm256_set1_ps(1.4426950408889634f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), t);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.4286068203094173e-06f), r);
+  __m256 p = _mm256_set1_ps(8.2976539134e-03f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1915381928e-02f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6667574746e-01f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.9998894852e-01f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(9.9999969199e-01f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0000000717e+00f));
+  const __m256 n1 = _mm256_floor_ps(_mm256_mul_ps(n, _mm256_set1_ps(0.5f)));
+  const __m256 e = _mm256_mul_ps(_mm256_mul_ps(p, pow2i(n1)), pow2i(_mm256_sub_ps(n, n1)));  // e^-|x|
+  const __m256 s = _mm256_div_ps(_mm256_set1_ps(1.f), _mm256_add_ps(e, _mm256_set1_ps(1.f)));
+  return _mm256_blendv_ps(s, _mm256_mul_ps(s, e), _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ));
+}
+
+template <bool Silu, bool Res>
+JOULE_AVX2_FMA void span_avx2(const float* x, float* y, int64_t n, float add, const float* res) {
+  const __m256 a = _mm256_set1_ps(add);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_add_ps(_mm256_loadu_ps(x + i), a);
+    if constexpr (Res) v = _mm256_add_ps(v, _mm256_loadu_ps(res + i));
+    const __m256 s = sigmoid8(v);
+    _mm256_storeu_ps(y + i, Silu ? _mm256_mul_ps(v, s) : s);
+  }
+  if (i == n) return;
+  float xs[8] = {}, rs[8] = {}, ys[8];  // the tail through a buffer
+  for (int64_t j = i; j < n; ++j) xs[j - i] = x[j], rs[j - i] = Res ? res[j] : 0.f;
+  span_avx2<Silu, Res>(xs, ys, 8, add, rs);
+  for (int64_t j = i; j < n; ++j) y[j] = ys[j - i];
+}
+
 }  // namespace
+
+void sigmoid_avx2(const float* x, float* y, int64_t n, bool silu, float add, const float* res) {
+  if (silu) return res ? span_avx2<true, true>(x, y, n, add, res) : span_avx2<true, false>(x, y, n, add, res);
+  return res ? span_avx2<false, true>(x, y, n, add, res) : span_avx2<false, false>(x, y, n, add, res);
+}
 
 void sigmoid_avx512(const float* x, float* y, int64_t n, bool silu, float add, const float* res) {
   if (silu) return res ? span<true, true>(x, y, n, add, res) : span<true, false>(x, y, n, add, res);

@@ -13,5 +13,9 @@ namespace joule::ops::vec {
 // 0 and 1 at -inf and +inf, NaN for NaN (SiLU: NaN at -inf, as PyTorch's x * sigmoid(x)).
 // x may be y. Only on CPUs with AVX-512 (core/cpu_features); sigmoid() elsewhere.
 void sigmoid_avx512(const float* x, float* y, int64_t n, bool silu, float add = 0.f, const float* res = nullptr);
+// The same with AVX2 + FMA, 8 lanes (CPUs without AVX-512: AMD Zen 2/3, ...): 2^n as two
+// exponent-bit factors instead of vscalefps, an exact division instead of vrcp14ps; the same
+// stated error. Only where core/cpu_features reports avx2_fma.
+void sigmoid_avx2(const float* x, float* y, int64_t n, bool silu, float add = 0.f, const float* res = nullptr);
 
 }  // namespace joule::ops::vec

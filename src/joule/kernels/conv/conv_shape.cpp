@@ -48,17 +48,26 @@ JOULE_AVX512 void finish_avx512(float* y, const float* res, int64_t n, float bia
   else
     finish_body<A, R>(y, res, n, bias, alpha, beta);
 }
+template <Activation A, bool R>
+JOULE_AVX2 void finish_avx2(float* y, const float* res, int64_t n, float bias, float alpha, float beta) {
+  if constexpr (A == Activation::kSigmoid || A == Activation::kSilu)
+    ops::vec::sigmoid_avx2(y, y, n, A == Activation::kSilu, bias, R ? res : nullptr);
+  else
+    finish_body<A, R>(y, res, n, bias, alpha, beta);
+}
 constexpr size_t kActs = static_cast<size_t>(Activation::kHardSwish) + 1;
 template <bool R, size_t... I>
-std::array<Finish, kActs> table(bool avx512, std::index_sequence<I...>) {
-  return {(avx512 ? &finish_avx512<static_cast<Activation>(I), R> : &finish_base<static_cast<Activation>(I), R>)...};
+std::array<Finish, kActs> table(bool avx512, bool avx2, std::index_sequence<I...>) {
+  return {(avx512 ? &finish_avx512<static_cast<Activation>(I), R>
+                  : avx2 ? &finish_avx2<static_cast<Activation>(I), R> : &finish_base<static_cast<Activation>(I), R>)...};
 }
 
 }  // namespace
 
 void Epilogue::finish(float* y, const float* res, int64_t count, float bias) const {
-  static const std::array<Finish, kActs> plain = table<false>(cpu_features().avx512, std::make_index_sequence<kActs>());
-  static const std::array<Finish, kActs> with_res = table<true>(cpu_features().avx512, std::make_index_sequence<kActs>());
+  const CpuFeatures& f = cpu_features();
+  static const std::array<Finish, kActs> plain = table<false>(f.avx512, f.avx2_fma, std::make_index_sequence<kActs>());
+  static const std::array<Finish, kActs> with_res = table<true>(f.avx512, f.avx2_fma, std::make_index_sequence<kActs>());
   (res ? with_res : plain)[static_cast<size_t>(act)](y, res, count, bias, alpha, beta);
 }
 

@@ -69,7 +69,10 @@ void span_base(const float* x, float* y, int64_t n, float a, float b) {
 }
 template <int F>
 JOULE_AVX2 void span_avx2(const float* x, float* y, int64_t n, float a, float b) {
-  span_body<F>(x, y, n, a, b);
+  if constexpr (F == kSigmoid || F == kSiLU)
+    vec::sigmoid_avx2(x, y, n, F == kSiLU);
+  else
+    span_body<F>(x, y, n, a, b);
 }
 template <int F>
 JOULE_AVX512 void span_avx512(const float* x, float* y, int64_t n, float a, float b) {
