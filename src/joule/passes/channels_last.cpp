@@ -104,7 +104,7 @@ int64_t nhwc_axis(int64_t a) {
 // Ops a to-NCHW Transpose may sink below (given suitable other operands, see Sinker::sinkable).
 bool layout_free(const ir::Node& n) {
   const bool qdq = (n.domain.empty() && (n.op_type == "QuantizeLinear" || n.op_type == "DequantizeLinear")) ||
-                   (n.domain == "joule" && n.op_type == "QuantizeLinear");
+                   (n.domain == "joule" && n.op_type == "QuantizeLinear" && !n.has_input(3));  // (not with a fused B)
   return qdq || is_binary(n) || layout_free_unary(n) || is_channel_concat(n);
 }
 

@@ -45,8 +45,8 @@ PassResult fuse_quantize(ir::Graph& g, const PassOptions&) {
     if (p == prod.end()) continue;
     ir::Node& op = *g.nodes[p->second];
     if (!op.domain.empty() || (op.op_type != "Add" && op.op_type != "Mul") || op.inputs.size() != 2 ||
-        op.outputs.size() != 1 || outputs.count(op.outputs[0]))
-      continue;
+        op.outputs.size() != 1 || outputs.count(op.outputs[0]) || op.has_attr("broadcast") || op.has_attr("axis"))
+      continue;  // (before opset 7, broadcast/axis align B otherwise)
     auto c = cons.find(op.outputs[0]);
     if (c == cons.end() || c->second.size() != 1) continue;
     Shape a, b, y, out;
