@@ -151,8 +151,7 @@ JOULE_AVX512 void quantize_span_avx512(const float* xp, Q* yp, int64_t n, float 
 
 // The loop above 8 wide (AVX2 without FMA: the same values), for CPUs without AVX-512.
 template <class Q>
-JOULE_AVX2 void quantize_span_avx2(const float* xp, Q* yp, int64_t n, float s, float z, float clo,
-                                                        float chi) {
+JOULE_AVX2 void quantize_span_avx2(const float* xp, Q* yp, int64_t n, float s, float z, float clo, float chi) {
   quantize_span<Q>(xp, yp, n, s, z, clo, chi);
 }
 

@@ -35,8 +35,8 @@ bool broadcast_as_pqr(const Shape& x, const Shape& b, int64_t* p, int64_t* q, in
   int first = -1, last = -1;
   for (size_t i = 0; i < x.size(); ++i) {
     const int64_t bi = i < lead ? 1 : b[i - lead];
-    if (bi == x[i] || x[i] == 1) continue;
-    if (bi != 1) return false;
+    if (bi == x[i]) continue;
+    if (bi != 1) return false;  // B would grow x, or does not broadcast
     if (first < 0) first = static_cast<int>(i);
     last = static_cast<int>(i);
   }

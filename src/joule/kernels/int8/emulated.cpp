@@ -82,8 +82,8 @@ JOULE_ALWAYS_INLINE void epilogue_span(const ops::qint::Requant& rq, const float
 // the baseline build). AVX2 without FMA: no multiply-add is contracted, so the values are the
 // reference kernel's bit for bit.
 template <int Act, class Y>
-JOULE_AVX2 void epilogue_span_avx2(const ops::qint::Requant& r, const float* bias, const float* acc,
-                                                        Y* y, int64_t b, int64_t e, int64_t channels, int64_t inner) {
+JOULE_AVX2 void epilogue_span_avx2(const ops::qint::Requant& r, const float* bias, const float* acc, Y* y, int64_t b,
+                                   int64_t e, int64_t channels, int64_t inner) {
   epilogue_span<Act, Y>(r, bias, acc, y, b, e, channels, inner);
 }
 template <int Act, class Y>
