@@ -176,8 +176,21 @@ void quantize_to(const float* x, const AxisLayout& l, const std::vector<float>& 
     }
 }
 
+// Quantizes float32 `x` into output 0 with the node's clamp.
 void quantize_into(KernelContext& c, const Tensor& x, const AxisLayout& l, const std::vector<float>& s,
-                   const std::vector<int64_t>& zp, DType out);
+                   const std::vector<int64_t>& zp, DType out) {
+  Tensor& y = c.output(0, out, x.shape());
+  const bool joule = c.node.domain == "joule";
+  const float clo = joule ? c.node.attr_float("clip_min", -std::numeric_limits<float>::infinity())
+                          : -std::numeric_limits<float>::infinity();
+  const float chi = joule ? c.node.attr_float("clip_max", std::numeric_limits<float>::infinity())
+                          : std::numeric_limits<float>::infinity();
+  visit_dtype(out, [&](auto tag) {
+    using Q = typename decltype(tag)::type;
+    if constexpr (std::is_integral_v<Q> && sizeof(Q) <= 2 && !std::is_same_v<Q, bool>)
+      quantize_to<Q>(x.data<float>(), l, s, zp, y.data<Q>(), clo, chi);
+  });
+}
 
 void run_quantize(KernelContext& c) {
   const Tensor& x0 = c.in(0);
@@ -208,22 +221,6 @@ void run_quantize(KernelContext& c) {
     return quantize_into(c, v, l, s, zp, out);
   }
   quantize_into(c, x, l, s, zp, out);
-}
-
-// Quantizes float32 `x` into output 0 with the node's clamp.
-void quantize_into(KernelContext& c, const Tensor& x, const AxisLayout& l, const std::vector<float>& s,
-                   const std::vector<int64_t>& zp, DType out) {
-  Tensor& y = c.output(0, out, x.shape());
-  const bool joule = c.node.domain == "joule";
-  const float clo = joule ? c.node.attr_float("clip_min", -std::numeric_limits<float>::infinity())
-                          : -std::numeric_limits<float>::infinity();
-  const float chi = joule ? c.node.attr_float("clip_max", std::numeric_limits<float>::infinity())
-                          : std::numeric_limits<float>::infinity();
-  visit_dtype(out, [&](auto tag) {
-    using Q = typename decltype(tag)::type;
-    if constexpr (std::is_integral_v<Q> && sizeof(Q) <= 2 && !std::is_same_v<Q, bool>)
-      quantize_to<Q>(x.data<float>(), l, s, zp, y.data<Q>(), clo, chi);
-  });
 }
 
 void infer_dequantize(InferContext& c) {

@@ -11,6 +11,12 @@
 namespace joule::ops::vec {
 namespace {
 
+// The reduction t = n ln2 + r (ln2 in a high part whose products with n are exact, and a low
+// part) and the degree-5 polynomial for e^r, highest coefficient first: shared by both spans.
+constexpr float kLog2e = 1.4426950408889634f, kLn2Hi = 0.693145751953125f, kLn2Lo = 1.4286068203094173e-06f;
+constexpr float kExpPoly[6] = {8.2976539134e-03f, 4.1915381928e-02f, 1.6667574746e-01f,
+                               4.9998894852e-01f, 9.9999969199e-01f, 1.0000000717e+00f};
+
 // 1 / (1 + e^-x) for 16 lanes from e = e^-|x|, t = max(-|x|, -104): n = round(t / ln 2),
 // r = t - n ln 2 in two steps (as vec_math.h), e^r by a degree-5 polynomial (a relative
 // minimax fit on |r| <= ln2 / 2: 7.5e-8 in exact arithmetic), 2^n by vscalefps (exact, with
@@ -20,16 +26,12 @@ namespace {
 JOULE_AVX512 JOULE_ALWAYS_INLINE __m512 sigmoid16(__m512 x) {
   __m512 t = _mm512_or_ps(x, _mm512_set1_ps(-0.f));  // -|x|
   t = _mm512_max_ps(_mm512_set1_ps(-104.f), t);
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(t, _mm512_set1_ps(1.4426950408889634f)),
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(t, _mm512_set1_ps(kLog2e)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), t);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.4286068203094173e-06f), r);
-  __m512 p = _mm512_set1_ps(8.2976539134e-03f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1915381928e-02f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6667574746e-01f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.9998894852e-01f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(9.9999969199e-01f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0000000717e+00f));
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Hi), t);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Lo), r);
+  __m512 p = _mm512_set1_ps(kExpPoly[0]);
+  for (int k = 1; k < 6; ++k) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpPoly[k]));
   const __m512 e = _mm512_scalef_ps(p, n);  // e^-|x|
   const __m512 d = _mm512_add_ps(e, _mm512_set1_ps(1.f));
   __m512 s = _mm512_rcp14_ps(d);
@@ -64,16 +66,11 @@ JOULE_AVX2_FMA JOULE_ALWAYS_INLINE __m256 pow2i(__m256 k) {  // k integer-valued
 JOULE_AVX2_FMA JOULE_ALWAYS_INLINE __m256 sigmoid8(__m256 x) {
   __m256 t = _mm256_or_ps(x, _mm256_set1_ps(-0.f));  // -|x|
   t = _mm256_max_ps(_mm256_set1_ps(-104.f), t);
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(t, _mm256_set1_ps(1.4426950408889634f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), t);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.4286068203094173e-06f), r);
-  __m256 p = _mm256_set1_ps(8.2976539134e-03f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1915381928e-02f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6667574746e-01f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.9998894852e-01f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(9.9999969199e-01f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0000000717e+00f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(t, _mm256_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Hi), t);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Lo), r);
+  __m256 p = _mm256_set1_ps(kExpPoly[0]);
+  for (int k = 1; k < 6; ++k) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kExpPoly[k]));
   const __m256 n1 = _mm256_floor_ps(_mm256_mul_ps(n, _mm256_set1_ps(0.5f)));
   const __m256 e = _mm256_mul_ps(_mm256_mul_ps(p, pow2i(n1)), pow2i(_mm256_sub_ps(n, n1)));  // e^-|x|
   const __m256 s = _mm256_div_ps(_mm256_set1_ps(1.f), _mm256_add_ps(e, _mm256_set1_ps(1.f)));

@@ -35,8 +35,7 @@ PassResult fuse_quantize(ir::Graph& g, const PassOptions&) {
   int fused = 0;
   for (auto& up : g.nodes) {
     ir::Node& q = *up;
-    const bool joule = q.domain == "joule";
-    if (q.op_type != "QuantizeLinear" || !(joule || q.domain.empty()) || q.inputs.size() < 2 || q.has_input(3) ||
+    if (q.op_type != "QuantizeLinear" || !(q.domain == "joule" || q.domain.empty()) || q.inputs.size() < 2 || q.has_input(3) ||
         q.outputs.size() != 1)
       continue;
     const Tensor* s = g.is_initializer(q.inputs[1]) ? &g.initializers.at(q.inputs[1]) : nullptr;
@@ -49,7 +48,7 @@ PassResult fuse_quantize(ir::Graph& g, const PassOptions&) {
       continue;  // (before opset 7, broadcast/axis align B otherwise)
     auto c = cons.find(op.outputs[0]);
     if (c == cons.end() || c->second.size() != 1) continue;
-    Shape a, b, y, out;
+    Shape a, b, y;
     if (!float32(g, op.inputs[0], &a) || !float32(g, op.inputs[1], &b) || !float32(g, op.outputs[0], &y)) continue;
     // x: the operand of the output's shape; B: the one broadcast to it (commutative ops).
     const bool swap = a != y;
