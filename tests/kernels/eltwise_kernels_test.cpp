@@ -78,8 +78,10 @@ TEST(EltwiseKernels, UnarySimdMatchesReference) {
       {"Reciprocal", "", 10, 1e-7},
       {"Abs", "", 10, 0},
       {"Neg", "", 10, 0},
-      {"Gelu", "", 10, 4e-6},
-      {"Gelu", "joule", 10, 4e-6},
+      // Relative below |gelu| = 4e-3 (x < -3) only as an absolute 1.6e-8: there e^(-x^2/2) carries
+      // the rounding of x^2, which the AVX2 span (FMA) and the loop round differently.
+      {"Gelu", "", 10, 4e-6, {}, 4e-3},
+      {"Gelu", "joule", 10, 4e-6, {}, 4e-3},
       {"Gelu", "", 10, 4e-6, {{"approximate", std::string("tanh")}}},
   };
   std::mt19937 rng(3);

@@ -188,6 +188,43 @@ TEST(VecMath, SigmoidAvx2SpansWithinStatedError) {
   check_sigmoid_spans(vec::sigmoid_avx2);
 }
 
+// The AVX2 GELU span against float64 with gelu_erf's stated error, over the same grid (a span of
+// 24001 values: vector body and tail), lengths 0..17 leave what lies past the end untouched,
+// and the special values match the scalar form (and PyTorch: gelu(-inf) is NaN).
+TEST(VecMath, GeluAvx2SpanWithinStatedError) {
+  if (!cpu_features().avx2_fma) GTEST_SKIP() << "no AVX2 + FMA on this CPU (" << cpu_features().isa << ")";
+  std::vector<float> x;
+  for (int i = -24000; i <= 24000; ++i) x.push_back(static_cast<float>(i * 0.0005));
+  std::vector<float> y(x.size());
+  vec::gelu_avx2(x.data(), y.data(), static_cast<int64_t>(x.size()));
+  double rel = 0, abs = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double xd = x[i], want = 0.5 * xd * std::erfc(-xd / std::sqrt(2.0));
+    abs = std::max(abs, std::abs(y[i] - want));
+    if (xd >= -3 && xd != 0) rel = std::max(rel, rel_err(y[i], want));
+  }
+  EXPECT_LT(rel, 2e-6);
+  EXPECT_LT(abs, 1e-6);
+  std::printf("gelu_avx2: max rel %.3g (x >= -3), max abs %.3g\n", rel, abs);
+  for (int64_t n = 0; n <= 17; ++n) {
+    std::vector<float> v(static_cast<size_t>(n) + 1, 123.f);
+    for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<float>(i) - 8.5f;
+    vec::gelu_avx2(v.data(), v.data(), n);
+    for (int64_t i = 0; i < n; ++i)
+      EXPECT_NEAR(v[static_cast<size_t>(i)], vec::gelu_erf(static_cast<float>(i) - 8.5f), 2e-6) << "n=" << n << " i=" << i;
+    EXPECT_EQ(v.back(), 123.f) << "n=" << n;
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  const float in[5] = {inf, -inf, std::nanf(""), 0.f, -20.f};
+  float out[5];
+  vec::gelu_avx2(in, out, 5);
+  EXPECT_EQ(out[0], inf);
+  EXPECT_TRUE(std::isnan(out[1]));
+  EXPECT_TRUE(std::isnan(out[2]));
+  EXPECT_EQ(out[3], 0.f);
+  EXPECT_EQ(out[4], 0.f);  // -20 e^-200: below float's range
+}
+
 TEST(VecMath, GeluOpFloat32) {
   // 1000 elements: vector body and remainder; values wide enough for both tails.
   const Tensor x = random_tensor({10, 100}, 7, -8.f, 8.f);

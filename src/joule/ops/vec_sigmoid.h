@@ -1,6 +1,6 @@
 #pragma once
-// Sigmoid and SiLU over spans with AVX-512 intrinsics: the hot activation of EfficientNet-style
-// models (SiLU after most convolutions). ops/vec_math.h's sigmoid() is the portable form that GCC
+// Sigmoid and SiLU over spans with AVX-512 intrinsics (AVX2 forms of them and of GELU below): the
+// hot activation of EfficientNet-style models (SiLU after most convolutions). ops/vec_math.h's sigmoid() is the portable form that GCC
 // vectorises; this one is about twice as fast (a degree-5 polynomial for e^-|x|, the 2^n factor
 // by vscalefps, 1 / (1 + e) by vrcp14ps and one Newton step instead of a division): 0.17-0.19 ns
 // per value against 0.33-0.46 on one Zen 5 core, in L1.
@@ -17,5 +17,9 @@ void sigmoid_avx512(const float* x, float* y, int64_t n, bool silu, float add = 
 // exponent-bit factors instead of vscalefps, an exact division instead of vrcp14ps; the same
 // stated error. Only where core/cpu_features reports avx2_fma.
 void sigmoid_avx2(const float* x, float* y, int64_t n, bool silu, float add = 0.f, const float* res = nullptr);
+// GELU, exact (erf) form, 8 lanes with AVX2 + FMA: vec_math.h's gelu_erf (the same erfc fit) with
+// fused multiply-adds and the e^u of the sigmoid spans; the same stated error as gelu_erf
+// (tests/ops/test_vec_math.cpp). x may be y. Only where core/cpu_features reports avx2_fma.
+void gelu_avx2(const float* x, float* y, int64_t n);
 
 }  // namespace joule::ops::vec

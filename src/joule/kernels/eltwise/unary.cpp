@@ -71,6 +71,8 @@ template <int F>
 JOULE_AVX2 void span_avx2(const float* x, float* y, int64_t n, float a, float b) {
   if constexpr (F == kSigmoid || F == kSiLU)
     vec::sigmoid_avx2(x, y, n, F == kSiLU);
+  else if constexpr (F == kGelu)
+    vec::gelu_avx2(x, y, n);
   else
     span_body<F>(x, y, n, a, b);
 }

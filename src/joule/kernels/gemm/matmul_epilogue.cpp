@@ -86,11 +86,13 @@ JOULE_ALWAYS_INLINE void activate_body(MatMulAct act, float a, float b, float* y
   }
 }
 void activate(MatMulAct act, float a, float b, float* y, int64_t n) { activate_body(act, a, b, y, n); }
-// 8 wide on CPUs with AVX2 but not AVX-512 (no FMA: the baseline loop's values), Sigmoid and SiLU
-// with AVX2 + FMA intrinsics (about 3x the vectorised loop).
+// 8 wide on CPUs with AVX2 but not AVX-512 (no FMA: the baseline loop's values), Sigmoid, SiLU
+// and GELU with AVX2 + FMA intrinsics (about 3x the vectorised loop).
 JOULE_AVX2 void activate_avx2(MatMulAct act, float a, float b, float* y, int64_t n) {
   if (act == MatMulAct::kSigmoid || act == MatMulAct::kSilu)
     ops::vec::sigmoid_avx2(y, y, n, act == MatMulAct::kSilu);
+  else if (act == MatMulAct::kGelu)
+    ops::vec::gelu_avx2(y, y, n);
   else
     activate_body(act, a, b, y, n);
 }
