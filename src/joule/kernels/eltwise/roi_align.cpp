@@ -39,6 +39,9 @@ void avg_base(float* acc, const Corners& k, int64_t n) { avg_body(acc, k, n); }
 JOULE_AVX512 void avg_avx512(float* acc, const Corners& k, int64_t n) { avg_body(acc, k, n); }
 void max_base(float* acc, const Corners& k, bool first, int64_t n) { max_body(acc, k, first, n); }
 JOULE_AVX512 void max_avx512(float* acc, const Corners& k, bool first, int64_t n) { max_body(acc, k, first, n); }
+// 8 wide on CPUs with AVX2 but not AVX-512 (no FMA: the baseline's values).
+JOULE_AVX2 void avg_avx2(float* acc, const Corners& k, int64_t n) { avg_body(acc, k, n); }
+JOULE_AVX2 void max_avx2(float* acc, const Corners& k, bool first, int64_t n) { max_body(acc, k, first, n); }
 
 class RoiAlignKernel final : public Kernel {
  public:
@@ -73,9 +76,9 @@ class RoiAlignKernel final : public Kernel {
     });
     const float* rois = R.data<float>();
     float* y = Y.data<float>();
-    const bool avx512 = cpu_features().avx512;
-    const auto avg = avx512 ? avg_avx512 : avg_base;
-    const auto mx = avx512 ? max_avx512 : max_base;
+    const bool avx512 = cpu_features().avx512, avx2 = cpu_features().avx2_fma;
+    const auto avg = avx512 ? avg_avx512 : avx2 ? avg_avx2 : avg_base;
+    const auto mx = avx512 ? max_avx512 : avx2 ? max_avx2 : max_base;
     split_items(k.pool, nr, bins * grid * C * 4, [&](int64_t r0, int64_t r1) {
       ops::roi::Grid<float> g;
       std::vector<float> acc(static_cast<size_t>(bins * C));

@@ -33,8 +33,9 @@ using ops::recurrent::Spec;
 constexpr int64_t kMatvecRows = 16;
 
 // out[r, n] = sum_k h[r, k] * rt[k * ld + n] for n < N (rt: R^T, row stride ld): axpy-wise
-// over k. The baseline build; AVX-512 below.
-void matvec_base(const float* h, int64_t rows, int64_t K, const float* rt, int64_t ld, int64_t N, float* out, int64_t out_ld) {
+// over k. The baseline build and an AVX2 clone; AVX-512 below.
+JOULE_ALWAYS_INLINE void matvec_body(const float* h, int64_t rows, int64_t K, const float* rt, int64_t ld, int64_t N, float* out,
+                                     int64_t out_ld) {
   for (int64_t r = 0; r < rows; ++r) {
     float* o = out + r * out_ld;
     const float* hr = h + r * K;
@@ -45,6 +46,14 @@ void matvec_base(const float* h, int64_t rows, int64_t K, const float* rt, int64
       for (int64_t n = 0; n < N; ++n) o[n] += hk * row[n];
     }
   }
+}
+void matvec_base(const float* h, int64_t rows, int64_t K, const float* rt, int64_t ld, int64_t N, float* out, int64_t out_ld) {
+  matvec_body(h, rows, K, rt, ld, N, out, out_ld);
+}
+// The same loop 8 wide (CPUs with AVX2 but not AVX-512; no FMA: the baseline's values).
+JOULE_AVX2 void matvec_avx2(const float* h, int64_t rows, int64_t K, const float* rt, int64_t ld, int64_t N, float* out,
+                            int64_t out_ld) {
+  matvec_body(h, rows, K, rt, ld, N, out, out_ld);
 }
 
 // The same for one row and columns [n0, N): the sums of 128 columns in 8 registers over all of
@@ -213,11 +222,16 @@ template <int S>
 JOULE_AVX512 void step_avx512(const GateArgs& g, const Activation* a) {
   step_body<S, true>(g, a);
 }
+// 8 wide on CPUs with AVX2 but not AVX-512 (no FMA: the baseline's values).
+template <int S>
+JOULE_AVX2 void step_avx2(const GateArgs& g, const Activation* a) {
+  step_body<S, true>(g, a);
+}
 
 template <int S>
 StepFn step_fn(bool default_acts) {
   if (!default_acts) return &step_base<S, false>;
-  return cpu_features().avx512 ? &step_avx512<S> : &step_base<S, true>;
+  return cpu_features().avx512 ? &step_avx512<S> : cpu_features().avx2_fma ? &step_avx2<S> : &step_base<S, true>;
 }
 
 // True when direction `dir`'s activations are the op's defaults (the vec_math path).
@@ -346,7 +360,7 @@ class RecurrentKernel final : public Kernel {
                              : gru_two_phase        ? step_fn<kGruZr>(def)
                                                     : step_fn<kGruLbr>(def);
     const StepFn gru_h = step_fn<kGruH>(def);
-    const auto matvec = cpu_features().avx512 ? &matvec_avx512 : &matvec_base;
+    const auto matvec = cpu_features().avx512 ? &matvec_avx512 : cpu_features().avx2_fma ? &matvec_avx2 : &matvec_base;
     // h x R^T restricted to columns [n0, n0 + N) of R^T, for the rows in `in` (row stride K = H).
     auto product = [&](const float* in, int64_t n0, int64_t N, float* dst) {
       if (rows <= kMatvecRows) {
