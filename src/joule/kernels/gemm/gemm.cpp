@@ -87,7 +87,7 @@ double estimate_ms(const NodeView& v) {
   GemmDims d;
   read(v, &d);
   const double rows = d.M >= 0 ? static_cast<double>(d.M) : 64.0;  // unknown until run time: a nominal 64
-  return sgemm_estimate_ms(B, 2.0 * rows * d.N * d.K, v.threads, 4.0 * d.N * d.K);
+  return sgemm_estimate_ms(B, 2.0 * rows * d.N * d.K, v.threads, 4.0 * d.N * d.K, d.M, d.N);
 }
 
 template <Blas B>

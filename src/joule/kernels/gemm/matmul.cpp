@@ -98,7 +98,8 @@ double estimate_ms(const NodeView& v) {
   MatMulPlan p;
   read(v, &p);
   const double outputs = static_cast<double>(p.a_off.size()) * p.M * p.N;
-  return sgemm_estimate_ms(B, 2.0 * outputs * p.K, v.threads) + matmul_epilogue_ms(p.ep, outputs, v.threads);
+  const int64_t rows = p.merged ? static_cast<int64_t>(p.a_off.size()) * p.M : p.M;  // of one SGEMM call
+  return sgemm_estimate_ms(B, 2.0 * outputs * p.K, v.threads, 0, rows, p.N) + matmul_epilogue_ms(p.ep, outputs, v.threads);
 }
 
 template <Blas B>

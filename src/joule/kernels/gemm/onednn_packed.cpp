@@ -16,6 +16,7 @@
 #include "joule/kernels/conv/onednn.h"
 #include "joule/kernels/gemm/matmul_epilogue.h"
 #include "joule/kernels/gemm/onednn_matmul.h"
+#include "joule/kernels/gemm/sgemm.h"
 
 namespace joule::kernels {
 namespace {
@@ -173,10 +174,13 @@ std::string supports(const NodeView& v) {
 // extra term, B's bytes at 50 GB/s, leaves those products to sgemm.
 // Both stream B at least once (~25 GB/s at 1 thread, as sgemm_estimate_ms). `bytes`: of one
 // element of the packed B (4, or 2 in bfloat16, whose products also run at twice the rate).
+// Without AVX-512 the primitive's AVX2 kernels run at about dnnl_sgemm's rates (sgemm.cpp's
+// note), the wide products of few rows included.
 double packed_estimate_ms(const PackedProblem& p, int threads, double bytes) {
   const double b_bytes = bytes * static_cast<double>(p.K) * p.N;
   const double stream_penalty = p.M <= 2 ? b_bytes / 50e9 * 1e3 : 0.0;
-  const double compute = 2.0 * static_cast<double>(p.M) * p.N * p.K / (120e9 * 4.0 / bytes * threads);
+  const double rate = cpu_features().avx512 ? 120e9 : sgemm_gflops(Blas::kOnednn, p.M, p.N) * 1e9;
+  const double compute = 2.0 * static_cast<double>(p.M) * p.N * p.K / (rate * 4.0 / bytes * threads);
   return std::max(compute, b_bytes / (25e9 * threads)) * 1e3 + 0.002 + stream_penalty;
 }
 

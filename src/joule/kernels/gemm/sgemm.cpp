@@ -6,6 +6,7 @@
 #include <dnnl.h>
 #include <mutex>
 
+#include "joule/core/cpu_features.h"
 #include "joule/core/error.h"
 #include "joule/kernels/conv/onednn.h"
 
@@ -33,8 +34,22 @@ void sgemm(Blas b, int threads, bool ta, bool tb, int64_t M, int64_t N, int64_t 
               static_cast<blasint>(lda), B, static_cast<blasint>(ldb), beta, C, static_cast<blasint>(ldc));
 }
 
-double sgemm_estimate_ms(Blas b, double flops, int threads, double b_bytes) {
-  return std::max(flops / ((b == Blas::kOnednn ? 100e9 : 50e9) * threads), b_bytes / (25e9 * threads)) * 1e3 + 0.002;
+// Without AVX-512 (AMD Zen 3, 1 thread, measured peak 96 GFLOP/s; dnnl_sgemm, oneDNN's packed
+// matmul primitive and OpenBLAS's cblas_sgemm alternated in one process, the best of 3 to 40
+// calls each, five runs on 2026-11-27, over BERT/ViT/ConvNeXt projections, attention products
+// and ResNet/VGG im2col shapes): OpenBLAS 40-85 GFLOP/s everywhere; oneDNN ahead of it by
+// 1.04-1.55x in time on every shape except products of at most 256 rows with 1024 or more
+// columns, where both oneDNN kernels drop to 32-55 (OpenBLAS 0.53-0.85x of their time:
+// [128|197|256, 768, 3072], [128, 512|1024, 3072], [128, 256, 1024|4096], [128, 384, 1536]);
+// from 512 rows on they are level again.
+double sgemm_gflops(Blas b, int64_t m, int64_t n) {
+  if (cpu_features().avx512) return b == Blas::kOnednn ? 100 : 50;
+  if (b == Blas::kOpenBlas) return 65;
+  return m > 0 && m <= 256 && n >= 1024 ? 45 : 75;
+}
+
+double sgemm_estimate_ms(Blas b, double flops, int threads, double b_bytes, int64_t m, int64_t n) {
+  return std::max(flops / (sgemm_gflops(b, m, n) * 1e9 * threads), b_bytes / (25e9 * threads)) * 1e3 + 0.002;
 }
 
 void parallel_sgemm(Blas b, ThreadPool& pool, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
