@@ -56,8 +56,18 @@ double onednn_estimate(const NodeView& v) {
   // On channels_last tensors oneDNN's nxc kernels measured (in mobilenet_v2 and resnet18, the
   // same session as the N,C,H,W algorithms) 2.5x the depthwise rate and 1.4x the 1x1 rate of
   // N,C,H,W, and ~0.6x Winograd's effective rate on large 3x3 maps.
+  // Without AVX-512 (oneDNN's AVX2 kernels; AMD Zen 3, 1 thread, a 3x3 conv between two 1x1
+  // convs of 64 to 320 channels at 14 to 112 pixels square, N,H,W,C against N,C,H,W alternated,
+  // 2026-11-27): the N,H,W,C kxk kernel keeps up with the blocked N,C,H,W one while its input
+  // fits in about 1 MB, and takes 1.2-2.7x its time above (VGG-16's 224 and 112 layers, 56x56
+  // with 128 channels or more): the N,C,H,W rate there, halved.
   const ConvShape& s = p.shape;
-  const double gf = (p.channels_last ? (s.depthwise() ? 50 : s.kh * s.kw == 1 ? 145 : 160)
+  const bool kxk = !s.depthwise() && s.kh * s.kw > 1;
+  const double in_bytes = 4.0 * static_cast<double>(s.c * s.h * s.w);
+  const double gf = (p.channels_last ? (s.depthwise() ? 50
+                                        : !kxk          ? 145
+                                        : cpu_features().avx512 ? 160
+                                                                : (in_bytes > 1048576 ? 70 : 140))
                                      : (s.depthwise() ? 20 : s.kh * s.kw == 1 ? 90 : 140)) *
                     onednn_group_factor(s);
   return time_ms(p.shape, v.threads, gf, 0.002) + 2 * bytes / 20e9 * 1e3;
