@@ -55,9 +55,9 @@ JOULE_AVX512 void span(const float* x, float* y, int64_t n, float add, const flo
   if (i < n) one16<Silu, Res>(x + i, y + i, Res ? res + i : nullptr, a, static_cast<__mmask16>((1u << (n - i)) - 1));
 }
 
-// 8 lanes with AVX2 + FMA: the reduction and polynomial above; 2^n (n in [-150, 0]) as 2^n1 2^n2
-// with n1 = floor(n / 2), both normal, so results down to the subnormals come out as with
-// vscalefps (one extra rounding there); 1 / (1 + e) by an exact division. NaN: max returns its
+// 8 lanes with AVX2 + FMA: the reduction and polynomial above; 2^n (n in [-151, 0]) as two
+// factors, 2^(n + 64) and the constant 2^-64, both normal, so results down to the subnormals come
+// out as with vscalefps (one extra rounding there); 1 / (1 + e) by an exact division. NaN: max returns its
 // second operand (t), and the NaN reaches the result through r.
 #define JOULE_AVX2_FMA __attribute__((target("avx2,fma")))
 JOULE_AVX2_FMA JOULE_ALWAYS_INLINE __m256 pow2i(__m256 k) {  // k integer-valued in [-126, 127]
@@ -71,8 +71,9 @@ JOULE_AVX2_FMA JOULE_ALWAYS_INLINE __m256 sigmoid8(__m256 x) {
   r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Lo), r);
   __m256 p = _mm256_set1_ps(kExpPoly[0]);
   for (int k = 1; k < 6; ++k) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kExpPoly[k]));
-  const __m256 n1 = _mm256_floor_ps(_mm256_mul_ps(n, _mm256_set1_ps(0.5f)));
-  const __m256 e = _mm256_mul_ps(_mm256_mul_ps(p, pow2i(n1)), pow2i(_mm256_sub_ps(n, n1)));  // e^-|x|
+  // 2^n = 2^(n + 64) 2^-64: n + 64 in [-87, 64] is a normal power, and the product with the
+  // constant rounds into the subnormals as vscalefps does.
+  const __m256 e = _mm256_mul_ps(_mm256_mul_ps(p, pow2i(_mm256_add_ps(n, _mm256_set1_ps(64.f)))), _mm256_set1_ps(0x1p-64f));
   const __m256 s = _mm256_div_ps(_mm256_set1_ps(1.f), _mm256_add_ps(e, _mm256_set1_ps(1.f)));
   return _mm256_blendv_ps(s, _mm256_mul_ps(s, e), _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ));
 }
