@@ -60,14 +60,16 @@ double onednn_estimate(const NodeView& v) {
   // convs of 64 to 320 channels at 14 to 112 pixels square, N,H,W,C against N,C,H,W alternated,
   // 2026-11-27): the N,H,W,C kxk kernel keeps up with the blocked N,C,H,W one while its input
   // fits in about 1 MB, and takes 1.2-2.7x its time above (VGG-16's 224 and 112 layers, 56x56
-  // with 128 channels or more): the N,C,H,W rate there, halved.
+  // with 128 channels or more): the N,C,H,W rate there, halved; thin grouped convs above 1 MB
+  // (ResNeXt-50's 56x56 layers, 4 channels per group: 2.7x) at 0.35 of it.
   const ConvShape& s = p.shape;
   const bool kxk = !s.depthwise() && s.kh * s.kw > 1;
   const double in_bytes = 4.0 * static_cast<double>(s.c * s.h * s.w);
+  const double nhwc_avx2 = in_bytes <= 1048576 ? 1.0 : thin_grouped(s) ? 0.35 : 0.5;
   const double gf = (p.channels_last ? (s.depthwise() ? 50
                                         : !kxk          ? 145
                                         : cpu_features().avx512 ? 160
-                                                                : (in_bytes > 1048576 ? 70 : 140))
+                                                                : 140 * nhwc_avx2)
                                      : (s.depthwise() ? 20 : s.kh * s.kw == 1 ? 90 : 140)) *
                     onednn_group_factor(s);
   return time_ms(p.shape, v.threads, gf, 0.002) + 2 * bytes / 20e9 * 1e3;
