@@ -62,7 +62,6 @@ JOULE_ALWAYS_INLINE void softmax_row_body(const float* x, float* y, int64_t n) {
   for (int64_t l = 0; l < nt; ++l) y[nf + l] = tail[l] * inv;
 }
 void softmax_row_base(const float* x, float* y, int64_t n) { softmax_row_body(x, y, n); }
-JOULE_AVX2 void softmax_row_avx2(const float* x, float* y, int64_t n) { softmax_row_body(x, y, n); }
 
 // The same arithmetic in AVX-512 intrinsics (GCC keeps the max reduction above in 16 scalar
 // registers): e^x as vec::exp (same reduction and polynomial; 2^n by scalef), the partial last
@@ -106,6 +105,58 @@ JOULE_AVX512 void softmax_row_avx512(const float* x, float* y, int64_t n) {
   const __m512 inv = _mm512_set1_ps(1.f / _mm512_reduce_add_ps(sv));
   for (int64_t i = 0; i < nf; i += 16) _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_loadu_ps(y + i), inv));
   _mm512_mask_storeu_ps(y + nf, tail, _mm512_mul_ps(et, inv));
+}
+
+// The same in AVX2 + FMA intrinsics (CPUs without AVX-512): 8 lanes, 2^n from the exponent bits
+// (n in [-126, 127] after the clamps: normal), the last block through masked loads and stores.
+#define JOULE_AVX2_FMA __attribute__((target("avx2,fma")))
+JOULE_AVX2_FMA inline __m256 exp8(__m256 x) {
+  const __m256 x0 = x;
+  const __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
+  const __m256 keep = _mm256_cmp_ps(x, _mm256_set1_ps(-87.3f), _CMP_GE_OQ);  // false below, and for NaN
+  x = _mm256_min_ps(_mm256_set1_ps(88.3f), _mm256_max_ps(_mm256_set1_ps(-87.3f), x));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.4426950408889634f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.4286068203094173e-06f), r);
+  __m256 p = _mm256_set1_ps(1.f / 5040);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f / 720));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f / 120));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f / 24));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f / 6));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f));
+  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  const __m256 v = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+  return _mm256_blendv_ps(_mm256_and_ps(keep, v), x0, nan);  // NaN in, NaN out
+}
+
+JOULE_AVX2_FMA void softmax_row_avx2(const float* x, float* y, int64_t n) {
+  const int64_t nf = n / 8 * 8;
+  const __m256i tail = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - nf)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  const __m256 ninf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  const __m256 xt = _mm256_blendv_ps(ninf, _mm256_maskload_ps(x + nf, tail), _mm256_castsi256_ps(tail));
+  __m256 mv = xt;
+  for (int64_t i = 0; i < nf; i += 8) mv = _mm256_max_ps(mv, _mm256_loadu_ps(x + i));  // NaN (second) stays
+  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mv), _mm256_extractf128_ps(mv, 1));
+  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+  m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+  // (max may drop a NaN; x - m of that element is NaN all the same, and so is the row's sum)
+  const __m256 m = _mm256_set1_ps(_mm_cvtss_f32(m4));
+  __m256 sv = _mm256_setzero_ps();
+  for (int64_t i = 0; i < nf; i += 8) {
+    const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), m));
+    _mm256_storeu_ps(y + i, e);
+    sv = _mm256_add_ps(sv, e);
+  }
+  const __m256 et = _mm256_and_ps(_mm256_castsi256_ps(tail), exp8(_mm256_sub_ps(xt, m)));
+  sv = _mm256_add_ps(sv, et);
+  __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(sv), _mm256_extractf128_ps(sv, 1));
+  s4 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  s4 = _mm_add_ss(s4, _mm_movehdup_ps(s4));
+  const __m256 inv = _mm256_set1_ps(1.f / _mm_cvtss_f32(s4));
+  for (int64_t i = 0; i < nf; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(y + i), inv));
+  _mm256_maskstore_ps(y + nf, tail, _mm256_mul_ps(et, inv));
 }
 
 // ---- layer norm rows
