@@ -95,8 +95,14 @@ ir::Dim dim_mul(const ir::Dim& d, int64_t k) {
 Tensor strided_copy(const Tensor& in, const Shape& shape_in, const std::vector<int64_t>& strides_in,
                     int64_t offset) {
   Tensor out(in.dtype(), shape_in);
-  const int64_t n = out.numel();
-  if (n == 0) return out;
+  strided_copy_into(in, shape_in, strides_in, offset, out);
+  return out;
+}
+
+void strided_copy_into(const Tensor& in, const Shape& shape_in, const std::vector<int64_t>& strides_in, int64_t offset,
+                       Tensor& out) {
+  const int64_t n = shape_numel(shape_in);
+  if (n == 0) return;
   // Adjacent dims whose strides chain (d's stride = d+1's stride x d+1's size; broadcast dims,
   // stride 0, included) walk as one: longer rows (Expand of [n,1,1,1] to [n,256,7,7] fills rows
   // of 12544, not of 7).
@@ -145,7 +151,6 @@ Tensor strided_copy(const Tensor& in, const Shape& shape_in, const std::vector<i
       }
     }
   });
-  return out;
 }
 
 ir::TensorType permute_type(const ir::TensorType& t, const std::vector<int64_t>& perm) {
@@ -332,8 +337,7 @@ void transpose_into(const Tensor& x, const std::vector<int64_t>& perm, Tensor& o
   }
   // Rows that are contiguous in the input (or too short to tile) go through strided_copy.
   if (q + 1 >= perm.size() || out_shape[q] < 4 || out_shape.back() < 4 || x.numel() == 0) {
-    const Tensor t = strided_copy(x, out_shape, strides, 0);
-    std::memcpy(out.raw(), t.raw(), t.nbytes());
+    strided_copy_into(x, out_shape, strides, 0, out);
     return;
   }
   const int64_t batches = shape_numel(out_shape) / (out_shape[q] * out_shape.back());

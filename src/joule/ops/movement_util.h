@@ -73,6 +73,9 @@ SliceView slice_view(const Shape& in, const SliceParams& p);
 // out[o] = in[offset + sum_d o_d * strides[d]] (strides in elements, may be 0 or negative).
 Tensor strided_copy(const Tensor& in, const Shape& out_shape, const std::vector<int64_t>& strides,
                     int64_t offset);
+// The same into `out` (of out_shape's size and in's dtype).
+void strided_copy_into(const Tensor& in, const Shape& out_shape, const std::vector<int64_t>& strides, int64_t offset,
+                       Tensor& out);
 // Permutes the axes of x: out.shape[d] = x.shape[perm[d]]. Batches of 2-D transposes in 16 x 16
 // tiles (4 x 4 blocks of 4-byte elements through SSE2 registers); transpose_into writes into
 // `out` (its shape already the permuted one) and splits large tensors over `pool` (may be null).
