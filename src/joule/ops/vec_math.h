@@ -14,6 +14,9 @@
 // contracted, so the values are the baseline loop's bit for bit (GELU's far tail, for one, moves
 // by a few ulp under contraction).
 #define JOULE_AVX2 __attribute__((target("avx2")))
+// The same CPUs for hand-written intrinsics kernels, which use FMA (their values are their own,
+// tested against the reference within stated errors).
+#define JOULE_AVX2_FMA __attribute__((target("avx2,fma")))
 #if defined(__clang__)  // (clang has no prefer-vector-width target option: it would drop the whole attribute)
 #define JOULE_AVX512 \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"), min_vector_width(512)))

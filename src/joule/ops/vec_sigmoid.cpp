@@ -59,7 +59,6 @@ JOULE_AVX512 void span(const float* x, float* y, int64_t n, float add, const flo
 // factors, 2^(n + 64) and the constant 2^-64, both normal, so results down to the subnormals come
 // out as with vscalefps (one extra rounding there); 1 / (1 + e) by an exact division. NaN: max returns its
 // second operand (t), and the NaN reaches the result through r.
-#define JOULE_AVX2_FMA __attribute__((target("avx2,fma")))
 JOULE_AVX2_FMA JOULE_ALWAYS_INLINE __m256 pow2i(__m256 k) {  // k integer-valued in [-126, 127]
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23));
 }

@@ -109,7 +109,6 @@ JOULE_AVX512 void softmax_row_avx512(const float* x, float* y, int64_t n) {
 
 // The same in AVX2 + FMA intrinsics (CPUs without AVX-512): 8 lanes, 2^n from the exponent bits
 // (n in [-126, 127] after the clamps: normal), the last block through masked loads and stores.
-#define JOULE_AVX2_FMA __attribute__((target("avx2,fma")))
 JOULE_AVX2_FMA inline __m256 exp8(__m256 x) {
   const __m256 x0 = x;
   const __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
@@ -381,7 +380,7 @@ std::string norm_class(const ir::Node& n) {
 }
 
 extern const Algorithm kSoftmaxSimd, kLayerNormSimd, kBatchNormSimd;
-const Algorithm kSoftmaxSimd{"softmax", "simd", "float32 Softmax along contiguous rows, AVX-512 (or baseline) exp, rows over threads",
+const Algorithm kSoftmaxSimd{"softmax", "simd", "float32 Softmax along contiguous rows, AVX-512, AVX2 (or baseline) exp, rows over threads",
                              supports, estimate_ms, prepare};
 const Algorithm kLayerNormSimd{"layer_norm", "simd",
                                "float32 LayerNormalization with constant Scale/B, float statistics, rows over threads",

@@ -53,7 +53,6 @@ void matvec_base(const float* h, int64_t rows, int64_t K, const float* rt, int64
 // CPUs with AVX2 + FMA but not AVX-512: sums in registers as matvec_avx512 below, 8 lanes. One
 // row: 64 columns at a time (eight FMA chains, one load of R^T each), then 8 at a time, the last
 // ones through a masked load; three rows: 32 columns (12 sums; each load of R^T feeds three FMAs).
-#define JOULE_AVX2_FMA __attribute__((target("avx2,fma")))
 JOULE_AVX2_FMA void matvec_row_avx2(const float* h, int64_t K, const float* rt, int64_t ld, int64_t n0, int64_t N, float* o) {
   for (; n0 + 64 <= N; n0 += 64) {
     __m256 acc[8];
