@@ -63,10 +63,12 @@ double onednn_estimate(const NodeView& v) {
   // with 128 channels or more): the N,C,H,W rate there, halved; thin grouped convs above 1 MB
   // (ResNeXt-50's 56x56 layers, 4 channels per group: 2.7x) at 0.35 of it. The same holds for
   // the batch's input: ResNet-50 at batch 8, its kxk layers 411.8 ms in N,H,W,C, 367.1 in N,C,H,W.
+  // Narrow outputs (below 64 channels, outside that sweep) keep N,H,W,C: DenseNet-121's 3x3
+  // layers (128 -> 32 channels at 56x56) took as long in N,C,H,W and added 2-3 ms of Transposes.
   const ConvShape& s = p.shape;
   const bool kxk = !s.depthwise() && s.kh * s.kw > 1;
   const double in_bytes = 4.0 * static_cast<double>(s.n * s.c * s.h * s.w);  // the whole batch's
-  const double nhwc_avx2 = in_bytes <= 1048576 ? 1.0 : thin_grouped(s) ? 0.35 : 0.5;
+  const double nhwc_avx2 = in_bytes <= 1048576 || s.m < 64 ? 1.0 : thin_grouped(s) ? 0.35 : 0.5;
   const double gf = (p.channels_last ? (s.depthwise() ? 50
                                         : !kxk          ? 145
                                         : cpu_features().avx512 ? 160
