@@ -50,55 +50,54 @@ JOULE_ALWAYS_INLINE void matvec_body(const float* h, int64_t rows, int64_t K, co
 void matvec_base(const float* h, int64_t rows, int64_t K, const float* rt, int64_t ld, int64_t N, float* out, int64_t out_ld) {
   matvec_body(h, rows, K, rt, ld, N, out, out_ld);
 }
-// CPUs with AVX2 + FMA but not AVX-512: sums in registers as matvec_avx512 below, 8 lanes. One
-// row: 64 columns at a time (eight FMA chains, one load of R^T each), then 8 at a time, the last
-// ones through a masked load; three rows: 32 columns (12 sums; each load of R^T feeds three FMAs).
-JOULE_AVX2_FMA void matvec_row_avx2(const float* h, int64_t K, const float* rt, int64_t ld, int64_t n0, int64_t N, float* o) {
-  for (; n0 + 64 <= N; n0 += 64) {
-    __m256 acc[8];
-    for (auto& v : acc) v = _mm256_setzero_ps();
+// CPUs with AVX2 + FMA but not AVX-512: sums in registers as matvec_avx512 below, 8 lanes. R rows
+// x V vectors of 8 columns per step of k (R V = 12 sums; each load of R^T feeds R FMAs): 4 rows
+// at a time (24 columns), the last 1 to 3 rows together; the columns past the last whole block
+// one vector at a time, the last through a masked load.
+template <int R, int V>
+JOULE_AVX2_FMA void matvec_block_avx2(const float* h, int64_t K, const float* rt, int64_t ld, int64_t N, float* out,
+                                      int64_t out_ld) {
+  int64_t n0 = 0;
+  for (; n0 + 8 * V <= N; n0 += 8 * V) {
+    __m256 acc[R][V];
+    for (auto& row : acc)
+      for (auto& v : row) v = _mm256_setzero_ps();
     for (int64_t k = 0; k < K; ++k) {
-      const __m256 hk = _mm256_set1_ps(h[k]);
-      const float* row = rt + k * ld + n0;
-      for (int u = 0; u < 8; ++u) acc[u] = _mm256_fmadd_ps(hk, _mm256_loadu_ps(row + 8 * u), acc[u]);
+      const float* w = rt + k * ld + n0;
+      __m256 wv[V];
+      for (int u = 0; u < V; ++u) wv[u] = _mm256_loadu_ps(w + 8 * u);
+      for (int i = 0; i < R; ++i) {
+        const __m256 hk = _mm256_set1_ps(h[i * K + k]);
+        for (int u = 0; u < V; ++u) acc[i][u] = _mm256_fmadd_ps(hk, wv[u], acc[i][u]);
+      }
     }
-    for (int u = 0; u < 8; ++u) _mm256_storeu_ps(o + n0 + 8 * u, acc[u]);
+    for (int i = 0; i < R; ++i)
+      for (int u = 0; u < V; ++u) _mm256_storeu_ps(out + i * out_ld + n0 + 8 * u, acc[i][u]);
   }
   for (; n0 < N; n0 += 8) {
     const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(std::min<int64_t>(8, N - n0))),
                                          _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t k = 0; k < K; ++k) acc = _mm256_fmadd_ps(_mm256_set1_ps(h[k]), _mm256_maskload_ps(rt + k * ld + n0, m), acc);
-    _mm256_maskstore_ps(o + n0, m, acc);
+    __m256 acc[R];
+    for (auto& v : acc) v = _mm256_setzero_ps();
+    for (int64_t k = 0; k < K; ++k) {
+      const __m256 w = _mm256_maskload_ps(rt + k * ld + n0, m);
+      for (int i = 0; i < R; ++i) acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(h[i * K + k]), w, acc[i]);
+    }
+    for (int i = 0; i < R; ++i) _mm256_maskstore_ps(out + i * out_ld + n0, m, acc[i]);
   }
 }
 JOULE_AVX2_FMA void matvec_avx2(const float* h, int64_t rows, int64_t K, const float* rt, int64_t ld, int64_t N, float* out,
                                 int64_t out_ld) {
   int64_t r = 0;
-  for (; r + 3 <= rows; r += 3) {
-    const float* hr = h + r * K;
-    int64_t n0 = 0;
-    for (; n0 + 32 <= N; n0 += 32) {
-      __m256 acc[3][4];
-      for (auto& row : acc)
-        for (auto& v : row) v = _mm256_setzero_ps();
-      for (int64_t k = 0; k < K; ++k) {
-        const float* w = rt + k * ld + n0;
-        const __m256 w0 = _mm256_loadu_ps(w), w1 = _mm256_loadu_ps(w + 8), w2 = _mm256_loadu_ps(w + 16), w3 = _mm256_loadu_ps(w + 24);
-        for (int i = 0; i < 3; ++i) {
-          const __m256 hk = _mm256_set1_ps(hr[i * K + k]);
-          acc[i][0] = _mm256_fmadd_ps(hk, w0, acc[i][0]);
-          acc[i][1] = _mm256_fmadd_ps(hk, w1, acc[i][1]);
-          acc[i][2] = _mm256_fmadd_ps(hk, w2, acc[i][2]);
-          acc[i][3] = _mm256_fmadd_ps(hk, w3, acc[i][3]);
-        }
-      }
-      for (int i = 0; i < 3; ++i)
-        for (int u = 0; u < 4; ++u) _mm256_storeu_ps(out + (r + i) * out_ld + n0 + 8 * u, acc[i][u]);
-    }
-    for (int i = 0; i < 3; ++i) matvec_row_avx2(hr + i * K, K, rt, ld, n0, N, out + (r + i) * out_ld);
+  for (; r + 4 <= rows; r += 4) matvec_block_avx2<4, 3>(h + r * K, K, rt, ld, N, out + r * out_ld, out_ld);
+  const float* hr = h + r * K;
+  float* o = out + r * out_ld;
+  switch (rows - r) {
+    case 3: matvec_block_avx2<3, 4>(hr, K, rt, ld, N, o, out_ld); break;
+    case 2: matvec_block_avx2<2, 6>(hr, K, rt, ld, N, o, out_ld); break;
+    case 1: matvec_block_avx2<1, 8>(hr, K, rt, ld, N, o, out_ld); break;
+    default: break;
   }
-  for (; r < rows; ++r) matvec_row_avx2(h + r * K, K, rt, ld, 0, N, out + r * out_ld);
 }
 
 // The same for one row and columns [n0, N): the sums of 128 columns in 8 registers over all of
