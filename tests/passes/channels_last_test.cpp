@@ -4,7 +4,9 @@
 // choice and, under guess/auto, by the estimates.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "graph_builder.h"
 #include "joule/kernels/select.h"
@@ -238,6 +240,63 @@ TEST(ChannelsLast, BatchNormAfterConcatRunsNhwc) {
   expect_same_outputs(g, h, "conv=onednn");
   expect_same_outputs(g, h, "reference");
   expect_same_outputs(g, h, "batch_norm=simd");
+}
+
+// fuse_bn_relu after channels_last: DenseNet's BN + ReLU become one joule BatchNormalization
+// with activation Relu (the reference kernel and the simd one agree with the unfused graph, NaN
+// kept); a BN whose output something else reads too keeps its Relu apart.
+ir::Graph dense_layer(bool bn_read_twice) {
+  GraphBuilder b;
+  b.input("x", DType::Float32, {1, 8, 9, 9})
+      .init("wa", random_tensor({8, 8, 1, 1}, 1, -0.4f, 0.4f))
+      .init("scale", random_tensor({8}, 3, 0.5f, 1.5f))
+      .init("bias", random_tensor({8}, 4, -0.5f, 0.5f))
+      .init("mean", random_tensor({8}, 5, -0.3f, 0.3f))
+      .init("var", random_tensor({8}, 6, 0.2f, 2.f))
+      .init("wn", random_tensor({8, 8, 1, 1}, 7, -0.3f, 0.3f))
+      .node("Conv", {"x", "wa"}, {"a"}, {}, "a")
+      .node("BatchNormalization", {"a", "scale", "bias", "mean", "var"}, {"bn"}, {{"epsilon", 1e-3f}}, "bn")
+      .node("Relu", {"bn"}, {"r"}, {}, "relu")
+      .node("Conv", {"r", "wn"}, {"y"}, {}, "next")
+      .output("y");
+  if (bn_read_twice) b.node("Conv", {"bn", "wn"}, {"y2"}, {}, "other").output("y2");
+  return b.build();
+}
+
+TEST(FuseBnRelu, NhwcBatchNormTakesTheRelu) {
+  const ir::Graph g = dense_layer(false);
+  ir::Graph h = every_conv_channels_last(g);
+  passes::PassOptions o;
+  o.verify = true;
+  const auto report = passes::run_pipeline(h, {"fuse_bn_relu"}, o);
+  EXPECT_EQ(report["passes"][0]["info"]["fused"].get<int>(), 1);
+  EXPECT_EQ(count(h, "Relu"), 0);
+  for (auto& n : h.nodes)
+    if (n->op_type == "BatchNormalization") {
+      EXPECT_EQ(n->domain, "joule");
+      EXPECT_EQ(n->attr_string("activation", ""), "Relu");
+    }
+  EXPECT_EQ(count(h, "BatchNormalization"), 1);
+  expect_same_outputs(g, h, "reference");
+  expect_same_outputs(g, h, "batch_norm=simd");
+  // NaN through the fused node on both kernels, where the unfused graph has it.
+  runtime::TensorMap in = {{"x", random_tensor({1, 8, 9, 9}, 30)}};
+  in["x"].data<float>()[40] = std::numeric_limits<float>::quiet_NaN();
+  runtime::SessionOptions plain;
+  plain.threads = 1;
+  const Tensor want = runtime::Session(g, plain).run(in).at("y");
+  for (const char* algo : {"reference", "batch_norm=simd"}) {
+    runtime::SessionOptions so = plain;
+    so.algo.add(algo);
+    const Tensor got = runtime::Session(h, so).run(in).at("y");
+    for (int64_t i = 0; i < want.numel(); ++i)
+      ASSERT_EQ(std::isnan(got.data<float>()[i]), std::isnan(want.data<float>()[i])) << algo << " element " << i;
+  }
+
+  ir::Graph k = every_conv_channels_last(dense_layer(true));
+  const auto kept = passes::run_pipeline(k, {"fuse_bn_relu"}, o);
+  EXPECT_EQ(kept["passes"][0]["info"]["fused"].get<int>(), 0);
+  EXPECT_EQ(count(k, "Relu"), 1);
 }
 
 // A ShuffleNet unit: the channels split by two Slices, one half through a conv, the halves

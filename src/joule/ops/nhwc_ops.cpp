@@ -2,7 +2,8 @@
 // otherwise the ONNX ops' attributes (latest opset semantics), made by the channels_last pass so
 // that the op between two convolutions needs no layout Transposes: MaxPool and AveragePool
 // (between GoogLeNet's, Inception's and SqueezeNet's blocks) and inference BatchNormalization
-// (DenseNet's pre-activation BN after each Concat). Input 0 and output 0 are N,H,W,C; the other
+// (DenseNet's pre-activation BN after each Concat; `activation` = "Relu" applies the ReLU that
+// follows it, passes/fuse_bn_relu). Input 0 and output 0 are N,H,W,C; the other
 // inputs (BN's per-channel vectors) are as in the ONNX op. This reference kernel permutes to
 // N,C,H,W, runs the ONNX op's reference and permutes back; the fast ones are
 // kernels/eltwise/pool.cpp and norm.cpp.
@@ -21,6 +22,7 @@ ir::Node onnx_node(const ir::Node& n) {
   ir::Node o = n;
   o.domain.clear();
   o.attrs.erase("channels_last");
+  o.attrs.erase("activation");
   return o;
 }
 
@@ -52,6 +54,17 @@ void run(KernelContext& c) {
   inner.inputs[0] = &xn;
   onnx_op(n).run(inner);
   c.outputs[0] = movement::transpose_tensor(inner.outputs[0], movement::kNchwToNhwc);
+  if (c.node.has_attr("activation")) {  // BN's fused Relu (passes/fuse_bn_relu): ONNX Relu's reference
+    ir::Node relu;
+    relu.op_type = "Relu";
+    relu.name = c.node.name;
+    relu.inputs = {c.node.outputs[0]};
+    relu.outputs = {c.node.outputs[0]};
+    const Tensor y = c.outputs[0];
+    KernelContext r{relu, kOnnxOpset, {&y}, std::vector<Tensor>(1), c.pool};
+    onnx_op(relu).run(r);
+    c.outputs[0] = r.outputs[0];
+  }
 }
 
 std::string check(const ir::Node& n, int64_t) {
@@ -59,6 +72,8 @@ std::string check(const ir::Node& n, int64_t) {
   for (size_t i = 1; i < n.outputs.size(); ++i)
     if (!n.outputs[i].empty()) return "output " + std::to_string(i);
   if (n.op_type == "BatchNormalization" && n.attr_int("training_mode", 0) != 0) return "training_mode";
+  if (n.has_attr("activation") && (n.op_type != "BatchNormalization" || n.attr_string("activation", "") != "Relu"))
+    return "activation other than a BatchNormalization's Relu";
   return "";
 }
 

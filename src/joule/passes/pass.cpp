@@ -91,6 +91,8 @@ const std::vector<PassDef>& all_passes() {
        "run QDQ Conv/MatMul/Gemm as integer QConv/QMatMul (oneDNN int8), requantizing between them (not in default)"},
       {"channels_last", channels_last,
        "keep the activations between convs in N,H,W,C (no reorders; float convs then run on onednn); transposes only at the edges"},
+      {"fuse_bn_relu", fuse_bn_relu,
+       "give an N,H,W,C BatchNormalization the Relu that alone reads it (DenseNet's pre-activation BN + ReLU: one pass)"},
       {"fuse_quantize", fuse_quantize,
        "fold a float Add/Mul that only a per-tensor QuantizeLinear reads into it (one pass writes the codes)"},
       {"eliminate_dead_code", eliminate_dead_code, "remove nodes whose outputs are unused, and unused initializers"},
@@ -114,7 +116,7 @@ std::string pass_names() {
 
 std::vector<std::string> default_pipeline() {
   return {"eliminate_identity", "fold_constants", "fold_batch_norm", "fuse_pad", "fuse_swish", "fuse_conv", "fuse_layer_norm",
-          "fuse_gelu", "fuse_matmul", "channels_last", "fuse_quantize", "eliminate_dead_code"};
+          "fuse_gelu", "fuse_matmul", "channels_last", "fuse_bn_relu", "fuse_quantize", "eliminate_dead_code"};
 }
 
 std::vector<std::string> int8_pipeline(std::vector<std::string> pipeline) {

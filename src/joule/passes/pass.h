@@ -82,6 +82,7 @@ PassResult fuse_layer_norm(ir::Graph& g, const PassOptions& o);      // decompos
 PassResult fuse_gelu(ir::Graph& g, const PassOptions& o);            // Erf-GELU subgraph -> Gelu
 PassResult fuse_pad(ir::Graph& g, const PassOptions& o);             // zero Pads removed or folded into Conv/AveragePool
 PassResult fuse_quantize(ir::Graph& g, const PassOptions& o);  // Q(x + B), Q(x * B) -> joule QuantizeLinear with B
+PassResult fuse_bn_relu(ir::Graph& g, const PassOptions& o);   // N,H,W,C BatchNormalization + Relu -> one node
 PassResult fuse_swish(ir::Graph& g, const PassOptions& o);  // x * Sigmoid(x) -> SiLU, x * HardSigmoid(x) -> HardSwish
 
 // Replaces every use of value `from` as a node input by `to` (graph outputs untouched).

@@ -193,18 +193,26 @@ JOULE_AVX512 void affine_avx512(const float* x, float* y, int64_t n, float a, fl
 JOULE_AVX2 void affine_avx2(const float* x, float* y, int64_t n, float a, float b) { affine_body(x, y, n, a, b); }
 
 // `rows` rows of n channels (N,H,W,C): y = x * a[c] + b[c].
+// `Relu`: the BN's fused activation (y < 0 ? 0 : y, NaN kept, as the Relu op).
+template <bool Relu>
 JOULE_ALWAYS_INLINE void affine_rows_body(const float* x, float* y, int64_t rows, int64_t n, const float* a, const float* b) {
   for (int64_t r = 0; r < rows; ++r, x += n, y += n)
-    for (int64_t i = 0; i < n; ++i) y[i] = x[i] * a[i] + b[i];
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = x[i] * a[i] + b[i];
+      y[i] = Relu && v < 0.f ? 0.f : v;
+    }
 }
+template <bool Relu>
 void affine_rows_base(const float* x, float* y, int64_t rows, int64_t n, const float* a, const float* b) {
-  affine_rows_body(x, y, rows, n, a, b);
+  affine_rows_body<Relu>(x, y, rows, n, a, b);
 }
+template <bool Relu>
 JOULE_AVX512 void affine_rows_avx512(const float* x, float* y, int64_t rows, int64_t n, const float* a, const float* b) {
-  affine_rows_body(x, y, rows, n, a, b);
+  affine_rows_body<Relu>(x, y, rows, n, a, b);
 }
+template <bool Relu>
 JOULE_AVX2 void affine_rows_avx2(const float* x, float* y, int64_t rows, int64_t n, const float* a, const float* b) {
-  affine_rows_body(x, y, rows, n, a, b);
+  affine_rows_body<Relu>(x, y, rows, n, a, b);
 }
 
 // ---- plans
@@ -216,6 +224,7 @@ struct Plan {
   Shape shape;
   int64_t rows = 0, n = 0;  // softmax/layer norm: rows of n; batch norm: N*C planes of n (N*H*W rows of C when channels_last)
   bool channels_last = false;
+  bool relu = false;        // batch norm (channels_last): its fused Relu (passes/fuse_bn_relu)
   std::vector<float> a, b;  // layer norm: scale, bias (n); batch norm: per channel
   float eps = 0;
 };
@@ -281,6 +290,10 @@ std::string read(const NodeView& v, Plan* p) {
   if (r < 2) return "rank below 2";
   p->channels_last = n.domain == "joule";  // (its check: channels_last = 1, rank 4)
   if (p->channels_last && r != 4) return "channels_last with rank other than 4";
+  if (n.has_attr("activation")) {
+    if (!p->channels_last || n.attr_string("activation", "") != "Relu") return "activation other than Relu";
+    p->relu = true;
+  }
   const int64_t c = p->shape[p->channels_last ? 3 : 1];
   p->rows = p->channels_last ? shape_numel(p->shape) / c : p->shape[0] * c;
   p->n = shape_numel(p->shape) / p->rows;
@@ -328,7 +341,8 @@ class NormKernel final : public Kernel {
       }
       case Kind::kBatchNorm: {
         if (p_.channels_last) {
-          const auto rows = avx512 ? affine_rows_avx512 : avx2 ? affine_rows_avx2 : affine_rows_base;
+          const auto rows = p_.relu ? (avx512 ? affine_rows_avx512<true> : avx2 ? affine_rows_avx2<true> : affine_rows_base<true>)
+                                    : (avx512 ? affine_rows_avx512<false> : avx2 ? affine_rows_avx2<false> : affine_rows_base<false>);
           split_items(k.pool, p_.rows, n, [&](int64_t r0, int64_t r1) {
             rows(x + r0 * n, y + r0 * n, r1 - r0, n, p_.a.data(), p_.b.data());
           });
