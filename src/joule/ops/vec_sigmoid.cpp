@@ -57,19 +57,25 @@ JOULE_AVX512 void span(const float* x, float* y, int64_t n, float add, const flo
 
 // 8 lanes with AVX2 + FMA: the reduction and polynomial above; 2^n (n in [-151, 0]) as two
 // factors, 2^(n + 64) and the constant 2^-64, both normal, so results down to the subnormals come
-// out as with vscalefps (one extra rounding there); 1 / (1 + e) by an exact division. NaN: max returns its
-// second operand (t), and the NaN reaches the result through r.
+// out as with vscalefps (one extra rounding there); 1 / (1 + e) by an exact division. NaN: max
+// returns its second operand (t), and the NaN reaches the result through r.
 JOULE_AVX2_FMA JOULE_ALWAYS_INLINE __m256 pow2i(__m256 k) {  // k integer-valued in [-126, 127]
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23));
+}
+// e^u = 2^n e^r: returns e^r (the reduction and polynomial above) and n = round(u / ln 2).
+JOULE_AVX2_FMA JOULE_ALWAYS_INLINE __m256 exp_reduced8(__m256 u, __m256* n) {
+  *n = _mm256_round_ps(_mm256_mul_ps(u, _mm256_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(*n, _mm256_set1_ps(kLn2Hi), u);
+  r = _mm256_fnmadd_ps(*n, _mm256_set1_ps(kLn2Lo), r);
+  __m256 p = _mm256_set1_ps(kExpPoly[0]);
+  for (int k = 1; k < 6; ++k) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kExpPoly[k]));
+  return p;
 }
 JOULE_AVX2_FMA JOULE_ALWAYS_INLINE __m256 sigmoid8(__m256 x) {
   __m256 t = _mm256_or_ps(x, _mm256_set1_ps(-0.f));  // -|x|
   t = _mm256_max_ps(_mm256_set1_ps(-104.f), t);
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(t, _mm256_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Hi), t);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Lo), r);
-  __m256 p = _mm256_set1_ps(kExpPoly[0]);
-  for (int k = 1; k < 6; ++k) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kExpPoly[k]));
+  __m256 n;
+  const __m256 p = exp_reduced8(t, &n);
   // 2^n = 2^(n + 64) 2^-64: n + 64 in [-87, 64] is a normal power, and the product with the
   // constant rounds into the subnormals as vscalefps does.
   const __m256 e = _mm256_mul_ps(_mm256_mul_ps(p, pow2i(_mm256_add_ps(n, _mm256_set1_ps(64.f)))), _mm256_set1_ps(0x1p-64f));
@@ -102,11 +108,8 @@ JOULE_AVX2_FMA void span_avx2(const float* x, float* y, int64_t n, float add, co
 // form and PyTorch. 1.2 ns per value against 2.7 for the loop GCC vectorises from gelu_erf and
 // 0.9-1.3 for oneDNN's eltwise GELU (one Zen 3 core, best of 50, 4K to 1.2M values).
 JOULE_AVX2_FMA JOULE_ALWAYS_INLINE __m256 exp8(__m256 u) {  // u in [-87, 88]: e^u normal (or +inf)
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(u, _mm256_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Hi), u);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Lo), r);
-  __m256 p = _mm256_set1_ps(kExpPoly[0]);
-  for (int k = 1; k < 6; ++k) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kExpPoly[k]));
+  __m256 n;
+  const __m256 p = exp_reduced8(u, &n);
   return _mm256_mul_ps(p, pow2i(n));
 }
 constexpr float kErfcPoly[10] = {0.17087277f, -0.82215223f, 1.48851587f, -1.13520398f, 0.27886807f,

@@ -1,7 +1,7 @@
 #pragma once
 // Sigmoid and SiLU over spans with AVX-512 intrinsics (AVX2 forms of them and of GELU below): the
-// hot activation of EfficientNet-style models (SiLU after most convolutions). ops/vec_math.h's sigmoid() is the portable form that GCC
-// vectorises; this one is about twice as fast (a degree-5 polynomial for e^-|x|, the 2^n factor
+// hot activation of EfficientNet-style models (SiLU after most convolutions). ops/vec_math.h's
+// sigmoid() is the portable form that GCC vectorises; this one is about twice as fast (a degree-5 polynomial for e^-|x|, the 2^n factor
 // by vscalefps, 1 / (1 + e) by vrcp14ps and one Newton step instead of a division): 0.17-0.19 ns
 // per value against 0.33-0.46 on one Zen 5 core, in L1.
 #include <cstdint>

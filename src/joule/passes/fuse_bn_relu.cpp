@@ -26,13 +26,11 @@ PassResult fuse_bn_relu(ir::Graph& g, const PassOptions&) {
     const auto c = cons.find(bn.outputs[0]);
     if (c == cons.end() || c->second.size() != 1) continue;
     // The Relu node becomes the fused BN under its own output; the old BN is then dead.
-    const std::string out = relu.outputs[0];
     relu.op_type = bn.op_type;
     relu.domain = bn.domain;
     relu.inputs = bn.inputs;
     relu.attrs = bn.attrs;
     relu.attrs["activation"] = std::string("Relu");
-    relu.outputs = {out};
     ++fused;
   }
   if (fused) g.remove_dead_nodes();

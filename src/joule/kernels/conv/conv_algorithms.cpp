@@ -38,6 +38,23 @@ double linear_group_factor(const ConvShape& s) {
   return thin_grouped(s) ? std::min(1.0, static_cast<double>(s.cg()) / 32.0) : 1.0;
 }
 
+// oneDNN's rate on a channels_last kxk conv (neither 1x1 nor depthwise), before the group factor.
+// Without AVX-512 (oneDNN's AVX2 kernels; AMD Zen 3, 1 thread, a 3x3 conv between two 1x1
+// convs of 64 to 320 channels at 14 to 112 pixels square, N,H,W,C against N,C,H,W alternated,
+// 2026-11-27): the N,H,W,C kxk kernel keeps up with the blocked N,C,H,W one while its input
+// fits in about 1 MB, and takes 1.2-2.7x its time above (VGG-16's 224 and 112 layers, 56x56
+// with 128 channels or more): the N,C,H,W rate there, halved; thin grouped convs above 1 MB
+// (ResNeXt-50's 56x56 layers, 4 channels per group: 2.7x) at 0.35 of it. The same holds for
+// the batch's input: ResNet-50 at batch 8, its kxk layers 411.8 ms in N,H,W,C, 367.1 in N,C,H,W.
+// Narrow outputs (below 64 channels, outside that sweep) keep N,H,W,C: DenseNet-121's 3x3
+// layers (128 -> 32 channels at 56x56) took as long in N,C,H,W and added 2-3 ms of Transposes.
+double nhwc_kxk_gflops(const ConvShape& s) {
+  if (cpu_features().avx512) return 160;
+  const double in_bytes = 4.0 * static_cast<double>(s.n * s.c * s.h * s.w);  // the whole batch's
+  if (in_bytes <= 1048576 || s.m < 64) return 140;
+  return 140 * (thin_grouped(s) ? 0.35 : 0.5);
+}
+
 // ---- onednn
 std::string onednn_supports(const NodeView& v) {
   ConvProblem p;
@@ -56,23 +73,8 @@ double onednn_estimate(const NodeView& v) {
   // On channels_last tensors oneDNN's nxc kernels measured (in mobilenet_v2 and resnet18, the
   // same session as the N,C,H,W algorithms) 2.5x the depthwise rate and 1.4x the 1x1 rate of
   // N,C,H,W, and ~0.6x Winograd's effective rate on large 3x3 maps.
-  // Without AVX-512 (oneDNN's AVX2 kernels; AMD Zen 3, 1 thread, a 3x3 conv between two 1x1
-  // convs of 64 to 320 channels at 14 to 112 pixels square, N,H,W,C against N,C,H,W alternated,
-  // 2026-11-27): the N,H,W,C kxk kernel keeps up with the blocked N,C,H,W one while its input
-  // fits in about 1 MB, and takes 1.2-2.7x its time above (VGG-16's 224 and 112 layers, 56x56
-  // with 128 channels or more): the N,C,H,W rate there, halved; thin grouped convs above 1 MB
-  // (ResNeXt-50's 56x56 layers, 4 channels per group: 2.7x) at 0.35 of it. The same holds for
-  // the batch's input: ResNet-50 at batch 8, its kxk layers 411.8 ms in N,H,W,C, 367.1 in N,C,H,W.
-  // Narrow outputs (below 64 channels, outside that sweep) keep N,H,W,C: DenseNet-121's 3x3
-  // layers (128 -> 32 channels at 56x56) took as long in N,C,H,W and added 2-3 ms of Transposes.
   const ConvShape& s = p.shape;
-  const bool kxk = !s.depthwise() && s.kh * s.kw > 1;
-  const double in_bytes = 4.0 * static_cast<double>(s.n * s.c * s.h * s.w);  // the whole batch's
-  const double nhwc_avx2 = in_bytes <= 1048576 || s.m < 64 ? 1.0 : thin_grouped(s) ? 0.35 : 0.5;
-  const double gf = (p.channels_last ? (s.depthwise() ? 50
-                                        : !kxk          ? 145
-                                        : cpu_features().avx512 ? 160
-                                                                : 140 * nhwc_avx2)
+  const double gf = (p.channels_last ? (s.depthwise() ? 50 : s.kh * s.kw == 1 ? 145 : nhwc_kxk_gflops(s))
                                      : (s.depthwise() ? 20 : s.kh * s.kw == 1 ? 90 : 140)) *
                     onednn_group_factor(s);
   return time_ms(p.shape, v.threads, gf, 0.002) + 2 * bytes / 20e9 * 1e3;

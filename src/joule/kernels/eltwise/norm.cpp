@@ -214,6 +214,11 @@ template <bool Relu>
 JOULE_AVX2 void affine_rows_avx2(const float* x, float* y, int64_t rows, int64_t n, const float* a, const float* b) {
   affine_rows_body<Relu>(x, y, rows, n, a, b);
 }
+using AffineRows = void (*)(const float*, float*, int64_t, int64_t, const float*, const float*);
+template <bool Relu>
+AffineRows affine_rows_of() {
+  return cpu_features().avx512 ? affine_rows_avx512<Relu> : cpu_features().avx2_fma ? affine_rows_avx2<Relu> : affine_rows_base<Relu>;
+}
 
 // ---- plans
 
@@ -341,8 +346,7 @@ class NormKernel final : public Kernel {
       }
       case Kind::kBatchNorm: {
         if (p_.channels_last) {
-          const auto rows = p_.relu ? (avx512 ? affine_rows_avx512<true> : avx2 ? affine_rows_avx2<true> : affine_rows_base<true>)
-                                    : (avx512 ? affine_rows_avx512<false> : avx2 ? affine_rows_avx2<false> : affine_rows_base<false>);
+          const AffineRows rows = p_.relu ? affine_rows_of<true>() : affine_rows_of<false>();
           split_items(k.pool, p_.rows, n, [&](int64_t r0, int64_t r1) {
             rows(x + r0 * n, y + r0 * n, r1 - r0, n, p_.a.data(), p_.b.data());
           });
