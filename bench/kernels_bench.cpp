@@ -118,7 +118,11 @@ void matmul_bench(benchmark::State& st, MatMulBench b, std::string algo) {
                                             benchmark::Counter::kIsIterationInvariantRate);
 }
 
-const bool registered = [] {
+// Registered from main: the algorithm table is not ready during static initialisation
+// (registering from a global's initialiser crashed at start-up).
+}  // namespace
+
+void register_all() {
   for (const ConvBench& b : kConvs)
     for (const kernels::Algorithm* a : kernels::algorithms_for("conv"))
       benchmark::RegisterBenchmark(fmt::format("conv/{}/{}", b.name, a->name).c_str(), conv_bench, b,
@@ -133,10 +137,15 @@ const bool registered = [] {
     benchmark::RegisterBenchmark(fmt::format("matmul/{}/reference", b.name).c_str(), matmul_bench, b,
                                  std::string("reference"));
   }
-  return true;
-}();
+}
 
-}  // namespace
 }  // namespace joule
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  joule::register_all();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,7 +1,7 @@
 #pragma once
 // Winograd convolution F(2x2,3x3) / F(4x4,3x3) for 3x3, stride-1, dilation-1 convolutions
-// (any pads, groups, batch and spatial size). Needs AVX-512F: the caller only picks it on
-// CPUs that have it. See winograd.cpp for the method.
+// (any pads, groups, batch and spatial size). Needs AVX-512F or AVX2 with FMA: the caller
+// only picks it on CPUs that have one. See winograd_impl.h for the method.
 #include <memory>
 #include <string>
 
