@@ -31,8 +31,12 @@ double time_ms(const ConvShape& s, int threads, double gflops, double overhead_m
 // (whose transforms do not shrink with the group) about C/group / 32, the direct loops' about
 // 0.7 of their dense rate.
 bool thin_grouped(const ConvShape& s) { return s.group > 1 && !s.depthwise(); }
+// Without AVX-512 oneDNN's grouped kernels fall off linearly (Zen 3, 1 thread, resnext50_32x4d in
+// N,C,H,W: 7.4 GFLOP/s at C/group 4, 24 at 8, 34 at 16, against ~80 dense).
 double onednn_group_factor(const ConvShape& s) {
-  return thin_grouped(s) ? std::min(1.0, std::pow(static_cast<double>(s.cg()) / 32.0, 0.6)) : 1.0;
+  if (!thin_grouped(s)) return 1.0;
+  const double r = static_cast<double>(s.cg()) / 32.0;
+  return std::min(1.0, cpu_features().avx512 ? std::pow(r, 0.6) : r);
 }
 double linear_group_factor(const ConvShape& s) {
   return thin_grouped(s) ? std::min(1.0, static_cast<double>(s.cg()) / 32.0) : 1.0;
@@ -43,16 +47,18 @@ double linear_group_factor(const ConvShape& s) {
 // convs of 64 to 320 channels at 14 to 112 pixels square, N,H,W,C against N,C,H,W alternated,
 // 2026-11-27): the N,H,W,C kxk kernel keeps up with the blocked N,C,H,W one while its input
 // fits in about 1 MB, and takes 1.2-2.7x its time above (VGG-16's 224 and 112 layers, 56x56
-// with 128 channels or more): the N,C,H,W rate there, halved; thin grouped convs above 1 MB
-// (ResNeXt-50's 56x56 layers, 4 channels per group: 2.7x) at 0.35 of it. The same holds for
+// with 128 channels or more): the N,C,H,W rate there, halved. The same holds for
 // the batch's input: ResNet-50 at batch 8, its kxk layers 411.8 ms in N,H,W,C, 367.1 in N,C,H,W.
 // Narrow outputs (below 64 channels, outside that sweep) keep N,H,W,C: DenseNet-121's 3x3
 // layers (128 -> 32 channels at 56x56) took as long in N,C,H,W and added 2-3 ms of Transposes.
+// Thin grouped convs: ResNeXt-50's 4 channels per group (not a multiple of the 8-float vector)
+// took 2.7x the N,C,H,W time above 1 MB; RegNetY's 8 per group at 56x56 (1.3 MB) 0.7x of it.
 double nhwc_kxk_gflops(const ConvShape& s) {
   if (cpu_features().avx512) return 160;
+  if (thin_grouped(s)) return s.cg() % 8 == 0 ? 140 : 140 * 0.35;
   const double in_bytes = 4.0 * static_cast<double>(s.n * s.c * s.h * s.w);  // the whole batch's
   if (in_bytes <= 1048576 || s.m < 64) return 140;
-  return 140 * (thin_grouped(s) ? 0.35 : 0.5);
+  return 140 * 0.5;
 }
 
 // ---- onednn
