@@ -246,6 +246,7 @@ def engines(args, name, d, model, threads, batch, warmup, runs):
         env = dict(os.environ)
         if os.path.exists(bench_peers.OPENBLAS):
             env["LD_PRELOAD"] = bench_peers.OPENBLAS
+        env["OPENBLAS_NUM_THREADS"] = str(threads)  # its pthread build ignores torch.set_num_threads
         e["pytorch"] = ([sys.executable, os.path.abspath(__file__), "torch-bench", name, str(threads), str(warmup),
                          str(runs), str(batch)], env)
     if args.other:
