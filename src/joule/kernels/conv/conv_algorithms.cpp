@@ -52,11 +52,13 @@ double linear_group_factor(const ConvShape& s) {
 // Narrow outputs (below 64 channels, outside that sweep) keep N,H,W,C: DenseNet-121's 3x3
 // layers (128 -> 32 channels at 56x56) took as long in N,C,H,W and added 2-3 ms of Transposes.
 // Thin grouped convs: ResNeXt-50's 4 channels per group (not a multiple of the 8-float vector)
-// took 2.7x the N,C,H,W time above 1 MB; RegNetY's 8 per group at 56x56 (1.3 MB) 0.7x of it.
+// took 2.7x the N,C,H,W time above 1 MB; with 8 or 16 per group the threshold is higher:
+// RegNetY's 8 per group at 56x56 (1.3 MB) 0.7x of the N,C,H,W time, RegNetX's 16 per group at
+// batch 8 (6.4 and 12.8 MB) 1.4-1.6x.
 double nhwc_kxk_gflops(const ConvShape& s) {
   if (cpu_features().avx512) return 160;
-  if (thin_grouped(s)) return s.cg() % 8 == 0 ? 140 : 140 * 0.35;
   const double in_bytes = 4.0 * static_cast<double>(s.n * s.c * s.h * s.w);  // the whole batch's
+  if (thin_grouped(s)) return s.cg() % 8 != 0 ? 140 * 0.35 : in_bytes <= 4194304 ? 140 : 140 * 0.5;
   if (in_bytes <= 1048576 || s.m < 64) return 140;
   return 140 * 0.5;
 }
