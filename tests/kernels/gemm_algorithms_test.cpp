@@ -19,6 +19,8 @@ using testing::GraphBuilder;
 // keep 8 significant bits: the largest error stays under 3 % of the largest output (of 1 where
 // Clip bounds the output below the sums it rounds), where
 // a wrong layout, transpose or epilogue errs by its whole size.
+int small_m_runs = 0;  // products the small_m kernel computed in expect_match
+
 void expect_match(const ir::Graph& g, const runtime::TensorMap& in, int threads, const std::string& what,
                   bool packed) {
   const auto want = testing::run_with_algo(g, in, {"reference"}, "op", threads);
@@ -30,6 +32,12 @@ void expect_match(const ir::Graph& g, const runtime::TensorMap& in, int threads,
     ASSERT_EQ(got.algorithm, algo) << what;
     EXPECT_LE(testing::rel_error(got.out.at("y"), want.out.at("y")), algo == "onednn_bf16" ? 3e-2 : 1e-5)
         << algo << " " << what;
+  }
+  // small_m takes 2 to 16 rows of A (on AVX2 + FMA); elsewhere the rule falls back.
+  const auto got = testing::run_with_algo(g, in, {"op=small_m,reference"}, "op", threads);
+  if (got.algorithm == "small_m") {
+    ++small_m_runs;
+    EXPECT_LE(testing::rel_error(got.out.at("y"), want.out.at("y")), 1e-5) << "small_m " << what;
   }
 }
 
@@ -151,6 +159,40 @@ TEST(MatMulAlgorithms, FusedMatMulEpilogues) {
                  fmt::format("{} x [{},{}] bias {} residual {} act '{}' weight {}", shape_str(as), K, N, bias, residual,
                              act, weight),
                  weight);
+  }
+}
+
+// small_m where it is made for: 2 to 16 rows against wide constant matrices, K a multiple of
+// 1024 (rows of A that far apart share an L1 set: the kernel interleaves them), every Gemm
+// transpose of B, alpha, a bias row, and every FusedMatMul epilogue; 1 and 2 threads.
+TEST(GemmAlgorithms, SmallMRowsAgainstWideConstantB) {
+  if (!cpu_features().avx2_fma) GTEST_SKIP() << "small_m needs AVX2 with FMA";
+  std::mt19937 rng(23);
+  auto r = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  const int before = small_m_runs;
+  for (int i = 0; i < 12; ++i) {
+    const int64_t M = r(2, 16), K = r(0, 2) == 0 ? 1024 * r(1, 3) : r(1, 600), N = r(1, 300);
+    const int64_t tb = r(0, 1);
+    GraphBuilder b;
+    b.input("a", DType::Float32, {M, K});
+    b.init("w", testing::random_tensor(tb ? Shape{N, K} : Shape{K, N}, 600u + i));
+    b.init("c", testing::random_tensor({N}, 700u + i));
+    b.node("Gemm", {"a", "w", "c"}, {"y"}, {{"transB", tb}, {"alpha", 0.5f}, {"beta", 2.f}}, "op").output("y");
+    const ir::Graph g = b.build();
+    const runtime::TensorMap in = {{"a", testing::random_tensor({M, K}, 800u + i)}};
+    expect_match(g, in, static_cast<int>(r(1, 2)), fmt::format("Gemm M{} K{} N{} tB{}", M, K, N, tb), true);
+  }
+  EXPECT_EQ(small_m_runs - before, 12);
+  // Picked by guess for a classifier at batch 8 on a CPU without AVX-512 (AlexNet's shape,
+  // smaller): the SGEMMs pack B again on every call.
+  if (!cpu_features().avx512) {
+    GraphBuilder b;
+    b.input("a", DType::Float32, {8, 4096});
+    b.init("w", testing::random_tensor({1024, 4096}, 5));
+    b.node("Gemm", {"a", "w"}, {"y"}, {{"transB", int64_t{1}}}, "op").output("y");
+    const ir::Graph g = b.build();
+    const auto got = testing::run_with_algo(g, {{"a", testing::random_tensor({8, 4096}, 6)}}, {"guess"}, "op");
+    EXPECT_EQ(got.algorithm, "small_m");
   }
 }
 

@@ -21,6 +21,8 @@ extern const Algorithm kGemmOnednn;
 extern const Algorithm kMatMulOnednn;
 extern const Algorithm kGemmOnednnPacked;
 extern const Algorithm kMatMulOnednnPacked;
+extern const Algorithm kGemmSmallM;
+extern const Algorithm kMatMulSmallM;
 extern const Algorithm kQConvOnednnInt8;
 extern const Algorithm kQMatMulOnednnInt8;
 extern const Algorithm kQConvEmulated;
@@ -47,7 +49,7 @@ bool is_recurrent(const ir::Node& n);  // kernels/recurrent/recurrent.cpp
 const std::vector<const Algorithm*>& all_algorithms() {
   static const std::vector<const Algorithm*> all = [] {
     std::vector<const Algorithm*> r = {&kConvDirect, &kConvIm2colGemm, &kConvImplicitGemm, &kConvFft, &kConvWinograd, &kConvWinogradF2, &kConvOnednn, &kConvOnednnBf16,
-                                                     &kGemmOnednnPacked, &kGemmOnednn, &kGemmBlas, &kGemmOnednnBf16, &kMatMulOnednnPacked, &kMatMulOnednn, &kMatMulBlas, &kMatMulOnednnBf16,
+                                                     &kGemmOnednnPacked, &kGemmOnednn, &kGemmBlas, &kGemmSmallM, &kGemmOnednnBf16, &kMatMulOnednnPacked, &kMatMulOnednn, &kMatMulBlas, &kMatMulSmallM, &kMatMulOnednnBf16,
                                                      &kQConvOnednnInt8, &kQMatMulOnednnInt8, &kQConvEmulated, &kQMatMulEmulated, &kConvGradDataOnednn,
                                                      &kConvGradWeightOnednn, &kUnarySimd, &kBinarySimd, &kPoolSimd, &kTransposeTiled, &kConcatCopy, &kSliceCopy,
                                                      &kSoftmaxSimd, &kLayerNormSimd, &kBatchNormSimd, &kRecurrentFused, &kRoiAlignChannels, &kConvTransposeGemm, &kQuantizeSimd, &kGatherCopy, &kViewAlias};

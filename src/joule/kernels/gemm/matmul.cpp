@@ -99,7 +99,8 @@ double estimate_ms(const NodeView& v) {
   read(v, &p);
   const double outputs = static_cast<double>(p.a_off.size()) * p.M * p.N;
   const int64_t rows = p.merged ? static_cast<int64_t>(p.a_off.size()) * p.M : p.M;  // of one SGEMM call
-  return sgemm_estimate_ms(B, 2.0 * outputs * p.K, v.threads, 0, rows, p.N) + matmul_epilogue_ms(p.ep, outputs, v.threads);
+  const double b_bytes = p.merged ? 4.0 * static_cast<double>(p.K) * p.N : 0.0;  // one B for the whole call
+  return sgemm_estimate_ms(B, 2.0 * outputs * p.K, v.threads, b_bytes, rows, p.N) + matmul_epilogue_ms(p.ep, outputs, v.threads);
 }
 
 template <Blas B>

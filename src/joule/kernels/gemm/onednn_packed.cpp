@@ -16,6 +16,7 @@
 #include "joule/kernels/conv/onednn.h"
 #include "joule/kernels/gemm/matmul_epilogue.h"
 #include "joule/kernels/gemm/onednn_matmul.h"
+#include "joule/kernels/gemm/packed_problem.h"
 #include "joule/kernels/gemm/sgemm.h"
 
 namespace joule::kernels {
@@ -24,66 +25,6 @@ namespace {
 using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
-
-struct PackedProblem {
-  Shape a, y;
-  int64_t M = 0, K = 0, N = 0;
-  const Tensor* w = nullptr;  // [K, N], or [N, K] when tb
-  bool tb = false;
-  float alpha = 1.f;
-  std::vector<float> bias;    // N values, or empty
-  MatMulEpilogue ep;          // FusedMatMul's post-ops (ep.bias is in `bias`)
-};
-
-std::string read_weight(const NodeView& v, PackedProblem* p) {
-  p->w = v.constant(1);
-  if (!p->w) return "B is not a constant";
-  if (p->w->dtype() != DType::Float32 || p->w->rank() != 2) return "B is not a 2-D float32 matrix";
-  if (!v.static_shape(0, &p->a) || v.in_types[0]->dtype != DType::Float32 || p->a.empty())
-    return "A is not a static float32 tensor";
-  if (!v.out_types[0] || !v.out_types[0]->is_static()) return "the output shape is not static";
-  p->y = v.out_types[0]->static_shape();
-  return "";
-}
-
-std::string read_matmul(const NodeView& v, PackedProblem* p) {
-  if (std::string why = read_weight(v, p); !why.empty()) return why;
-  p->K = p->w->dim(0);
-  p->N = p->w->dim(1);
-  if (p->a.back() != p->K) return "inner dimensions differ";
-  p->M = shape_numel(p->a) / std::max<int64_t>(1, p->K);
-  if (shape_numel(p->y) != p->M * p->N) return "the output is not A's rows times N";
-  if (std::string why = read_matmul_epilogue(v, p->N, &p->ep); !why.empty()) return why;
-  if (p->ep.bias) {
-    const Tensor* b = v.constant(2);
-    if (!b) return "the bias is not a constant";
-    p->bias.assign(b->data<float>(), b->data<float>() + p->N);
-  }
-  if (p->ep.residual && v.in_types[3]->static_shape() != p->y) return "residual does not have the output's shape";
-  return "";
-}
-
-std::string read_gemm(const NodeView& v, PackedProblem* p) {
-  if (std::string why = read_weight(v, p); !why.empty()) return why;
-  if (v.node.attr_int("transA", 0) != 0) return "transA = 1";
-  if (p->a.size() != 2) return "A is not 2-D";
-  p->tb = v.node.attr_int("transB", 0) != 0;
-  p->K = p->a[1];
-  p->M = p->a[0];
-  p->N = p->tb ? p->w->dim(0) : p->w->dim(1);
-  if ((p->tb ? p->w->dim(1) : p->w->dim(0)) != p->K) return "inner dimensions differ";
-  p->alpha = v.node.attr_float("alpha", 1.f);
-  const float beta = v.node.attr_float("beta", 1.f);
-  if (v.has(2) && beta != 0.f) {
-    const Tensor* c = v.constant(2);
-    if (!c || c->dtype() != DType::Float32) return "C is not a float32 constant";
-    const Shape& cs = c->shape();
-    const bool row = c->numel() == 1 || (c->numel() == p->N && cs.back() == p->N && (cs.size() == 1 || cs[0] == 1));
-    if (cs.size() > 2 || !row) return "C is not a scalar or a row of N values";
-    for (int64_t j = 0; j < p->N; ++j) p->bias.push_back(beta * c->data<float>()[c->numel() == 1 ? 0 : j]);
-  }
-  return "";
-}
 
 // The post-ops of a FusedMatMul's epilogue: act(acc + bias + dst) with the residual in dst.
 dnnl::primitive_attr epilogue_attr(const MatMulEpilogue& ep) {
@@ -175,13 +116,16 @@ std::string supports(const NodeView& v) {
 // Both stream B at least once (~25 GB/s at 1 thread, as sgemm_estimate_ms). `bytes`: of one
 // element of the packed B (4, or 2 in bfloat16, whose products also run at twice the rate).
 // Without AVX-512 the primitive's AVX2 kernels run at about dnnl_sgemm's rates (sgemm.cpp's
-// note), the wide products of few rows included.
+// note), the wide products of few rows included; but with 3 to 16 rows they read packed B at
+// only ~3 GB/s (AMD Zen 3, 1 thread, AlexNet's fully connected layers at batch 8: 53, 20 and
+// 4.5 ms for 151, 67 and 16 MB of B).
 double packed_estimate_ms(const PackedProblem& p, int threads, double bytes) {
   const double b_bytes = bytes * static_cast<double>(p.K) * p.N;
   const double stream_penalty = p.M <= 2 ? b_bytes / 50e9 * 1e3 : 0.0;
   const double rate = cpu_features().avx512 ? 120e9 : sgemm_gflops(Blas::kOnednn, p.M, p.N) * 1e9;
   const double compute = 2.0 * static_cast<double>(p.M) * p.N * p.K / (rate * 4.0 / bytes * threads);
-  return std::max(compute, b_bytes / (25e9 * threads)) * 1e3 + 0.002 + stream_penalty;
+  const double stream_rate = !cpu_features().avx512 && p.M > 2 && p.M <= 16 ? 3e9 : 25e9;
+  return std::max(compute, b_bytes / (stream_rate * threads)) * 1e3 + 0.002 + stream_penalty;
 }
 
 template <std::string (*Read)(const NodeView&, PackedProblem*)>
