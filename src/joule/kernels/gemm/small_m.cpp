@@ -11,7 +11,8 @@
 
 #include <algorithm>
 #include <array>
-#include <cstring>
+#include <cstdlib>
+#include <memory>
 #include <utility>
 
 #include "joule/core/cpu_features.h"
@@ -65,7 +66,7 @@ class SmallMMatMul : public Kernel {
   explicit SmallMMatMul(const PackedProblem& p)
       : a_(p.a), y_(p.y), M_(p.M), K_(p.K), N_(p.N), panels_((p.N + kPanel - 1) / kPanel), bias_(p.bias), ep_(p.ep) {
     const size_t bytes = static_cast<size_t>(panels_ * K_ * kPanel) * sizeof(float);
-    bp_.reset(static_cast<float*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
+    bp_.reset(static_cast<float*>(std::aligned_alloc(64, std::max<size_t>(64, (bytes + 63) / 64 * 64))));
     if (!bp_) fail_internal("small_m: out of memory packing B");
     const float* w = p.w->data<float>();
     for (int64_t q = 0; q < panels_; ++q)
