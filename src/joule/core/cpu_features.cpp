@@ -61,6 +61,10 @@ std::string int8_inexact_reason() {
          "arithmetic; the emulated kernel computes it exactly";
 }
 
+std::string avx2_fma_missing_reason() {
+  return cpu_features().avx2_fma ? "" : "needs AVX2 with FMA (this CPU: " + cpu_features().isa + ")";
+}
+
 std::string bf16_unsupported_reason() {
   const CpuFeatures& f = cpu_features();
   if (f.avx512_bf16 || f.amx_bf16) return "";

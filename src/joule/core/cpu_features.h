@@ -24,6 +24,9 @@ const CpuFeatures& cpu_features();
 // "" when this CPU executes bfloat16 products natively (AVX512-BF16 or AMX-BF16), else a
 // one-line reason naming the CPU (and the JOULE_ISA cap when one is set).
 std::string bf16_unsupported_reason();
+// "" when this CPU has AVX2 with FMA (joule's AVX2 kernels: Winograd, small_m), else a one-line
+// reason naming the ISA (after the JOULE_ISA cap).
+std::string avx2_fma_missing_reason();
 // "" when oneDNN's int8 kernels compute exact integer sums on this CPU (VNNI), else a one-line
 // reason: without VNNI they add u8 x s8 products in saturating 16-bit pairs (vpmaddubsw), so
 // their codes can differ from the integer arithmetic the simulation computes.

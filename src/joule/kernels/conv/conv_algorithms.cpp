@@ -58,7 +58,10 @@ double linear_group_factor(const ConvShape& s) {
 double nhwc_kxk_gflops(const ConvShape& s) {
   if (cpu_features().avx512) return 160;
   const double in_bytes = 4.0 * static_cast<double>(s.n * s.c * s.h * s.w);  // the whole batch's
-  if (thin_grouped(s)) return s.cg() % 8 != 0 ? 140 * 0.35 : in_bytes <= 4194304 ? 140 : 140 * 0.5;
+  if (thin_grouped(s)) {
+    if (s.cg() % 8 != 0) return 140 * 0.35;
+    return in_bytes <= 4194304 ? 140 : 140 * 0.5;
+  }
   if (in_bytes <= 1048576 || s.m < 64) return 140;
   return 140 * 0.5;
 }
@@ -119,16 +122,13 @@ std::unique_ptr<Kernel> onednn_bf16_prepare(const NodeView& v) {
 }
 
 std::string need_avx512() { return cpu_features().avx512 ? "" : "needs AVX-512 (this CPU: " + cpu_features().isa + ")"; }
-std::string need_avx2_fma() {
-  return cpu_features().avx2_fma ? "" : "needs AVX2 with FMA (this CPU: " + cpu_features().isa + ")";
-}
 
 // ---- winograd (F(4x4,3x3)) and winograd_f2 (F(2x2,3x3))
 template <int Tile>
 std::string winograd_supports_node(const NodeView& v) {
   ConvProblem p;
   if (std::string r = read_nchw_conv_problem(v, &p); !r.empty()) return r;
-  if (std::string r = need_avx2_fma(); !r.empty()) return r;
+  if (std::string r = avx2_fma_missing_reason(); !r.empty()) return r;
   if (std::string r = p.epilogue.simple_activation(); !r.empty()) return r;
   return winograd_supports(p.shape, Tile);
 }

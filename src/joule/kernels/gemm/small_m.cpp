@@ -11,8 +11,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdlib>
-#include <memory>
 #include <utility>
 
 #include "joule/core/cpu_features.h"
@@ -57,23 +55,19 @@ constexpr std::array<PanelFn, sizeof...(R)> panel_table(std::integer_sequence<in
 }
 constexpr auto kPanelRows = panel_table(std::make_integer_sequence<int, kMaxRows>{});
 
-struct AlignedFree {
-  void operator()(float* p) const { std::free(p); }
-};
-
 class SmallMMatMul : public Kernel {
  public:
   explicit SmallMMatMul(const PackedProblem& p)
-      : a_(p.a), y_(p.y), M_(p.M), K_(p.K), N_(p.N), panels_((p.N + kPanel - 1) / kPanel), bias_(p.bias), ep_(p.ep) {
-    const size_t bytes = static_cast<size_t>(panels_ * K_ * kPanel) * sizeof(float);
-    bp_.reset(static_cast<float*>(std::aligned_alloc(64, std::max<size_t>(64, (bytes + 63) / 64 * 64))));
-    if (!bp_) fail_internal("small_m: out of memory packing B");
+      : a_(p.a), y_(p.y), M_(p.M), K_(p.K), N_(p.N), panels_((p.N + kPanel - 1) / kPanel), bias_(p.bias), ep_(p.ep),
+        bp_(Tensor::uninitialized(DType::Float32, {panels_, K_, kPanel})),
+        ap_(Tensor::uninitialized(DType::Float32, {M_, K_})) {
     const float* w = p.w->data<float>();
+    float* bp = bp_.data<float>();
     for (int64_t q = 0; q < panels_; ++q)
       for (int64_t k = 0; k < K_; ++k)
         for (int64_t j = 0; j < kPanel; ++j) {
           const int64_t n = q * kPanel + j;
-          bp_.get()[(q * K_ + k) * kPanel + j] = n < N_ ? p.alpha * (p.tb ? w[n * K_ + k] : w[k * N_ + n]) : 0.f;
+          bp[(q * K_ + k) * kPanel + j] = n < N_ ? p.alpha * (p.tb ? w[n * K_ + k] : w[k * N_ + n]) : 0.f;
         }
   }
 
@@ -94,10 +88,10 @@ class SmallMMatMul : public Kernel {
     if (prefill) matmul_prefill(y, bias_.empty() ? nullptr : bias_.data(), z, M_, N_);
     // A's row blocks interleaved: block r (rows r .. r + rows) as [K][rows] at ap + r * K.
     const float* a = A.data<float>();
-    std::unique_ptr<float[]> ap(new float[static_cast<size_t>(M_ * K_)]);
+    float* ap = ap_.data<float>();
     for (int64_t r = 0; r < M_; r += kMaxRows) {
       const int64_t rows = std::min<int64_t>(kMaxRows, M_ - r);
-      float* dst = ap.get() + r * K_;
+      float* dst = ap + r * K_;
       for (int64_t i = 0; i < rows; ++i)
         for (int64_t kk = 0; kk < K_; ++kk) dst[kk * rows + i] = a[(r + i) * K_ + kk];
     }
@@ -106,7 +100,7 @@ class SmallMMatMul : public Kernel {
         const int n = static_cast<int>(std::min(kPanel, N_ - q * kPanel));
         for (int64_t r = 0; r < M_; r += kMaxRows) {
           const int rows = static_cast<int>(std::min<int64_t>(kMaxRows, M_ - r));
-          kPanelRows[static_cast<size_t>(rows - 1)](ap.get() + r * K_, K_, bp_.get() + q * K_ * kPanel,
+          kPanelRows[static_cast<size_t>(rows - 1)](ap + r * K_, K_, bp_.data<float>() + q * K_ * kPanel,
                                                     y + r * N_ + q * kPanel, N_, n, prefill);
         }
       }
@@ -122,12 +116,13 @@ class SmallMMatMul : public Kernel {
   int64_t M_, K_, N_, panels_;
   std::vector<float> bias_;
   MatMulEpilogue ep_;
-  std::unique_ptr<float[], AlignedFree> bp_;
+  Tensor bp_;           // B in panels: [N/8][K][8]
+  mutable Tensor ap_;   // A interleaved, rewritten by every run (a kernel runs one call at a time)
 };
 
 template <std::string (*Read)(const NodeView&, PackedProblem*)>
 std::string supports(const NodeView& v) {
-  if (!cpu_features().avx2_fma) return "needs AVX2 with FMA (this CPU: " + cpu_features().isa + ")";
+  if (std::string r = avx2_fma_missing_reason(); !r.empty()) return r;
   PackedProblem p;
   if (std::string why = Read(v, &p); !why.empty()) return why;
   if (p.M < kMinRows || p.M > kMaxM)
