@@ -19,9 +19,10 @@ using joule::testing::GraphBuilder;
 
 namespace {
 
-Tensor codes(DType t, const Shape& s, uint32_t seed) {
+// Random codes of type t; int8 ones within [-wmax, wmax] (wmax 64: weights quantized to 7 bits).
+Tensor codes(DType t, const Shape& s, uint32_t seed, int wmax = 127) {
   std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> d(t == DType::UInt8 ? 0 : -128, t == DType::UInt8 ? 255 : 127);
+  std::uniform_int_distribution<int> d(t == DType::UInt8 ? 0 : wmax >= 127 ? -128 : -wmax, t == DType::UInt8 ? 255 : wmax);
   Tensor r(t, s);
   for (int64_t i = 0; i < r.numel(); ++i) {
     if (t == DType::UInt8) r.data<uint8_t>()[i] = static_cast<uint8_t>(d(rng));
@@ -74,7 +75,9 @@ std::map<std::string, ir::Attribute> act_attrs(const std::string& act) {
 // Both fast algorithms against the reference kernel: the oneDNN int8 kernel and the emulated
 // one (the integer arithmetic on float32, what --int8 simulated runs) follow one epilogue
 // (ops::qint::Requant), so every code and every float output must be identical.
-void compare(const ir::Graph& g, const runtime::TensorMap& in, const std::string& cls, const Case& c) {
+// wmax: the largest |weight code|. Without VNNI the oneDNN kernel must refuse 8-bit weights
+// (its sums would saturate) and run exactly with 7-bit ones on uint8 inputs.
+void compare(const ir::Graph& g, const runtime::TensorMap& in, const std::string& cls, const Case& c, int wmax) {
   runtime::SessionOptions r;
   r.algo.add("reference");
   const Tensor want = runtime::Session(g, r).run(in).at("y");
@@ -90,8 +93,9 @@ void compare(const ir::Graph& g, const runtime::TensorMap& in, const std::string
     try {
       session = std::make_unique<runtime::Session>(g, o);
     } catch (const std::exception& e) {
-      // Without VNNI the oneDNN kernel refuses (its sums would saturate): the reason is named.
-      if (std::string(name) == "onednn_int8" && !int8_inexact_reason().empty()) {
+      // Without VNNI the oneDNN kernel refuses 8-bit weights (its sums would saturate): the
+      // reason is named.
+      if (std::string(name) == "onednn_int8" && !cpu_features().int8_dot && (wmax > 64 || c.x_type != DType::UInt8)) {
         EXPECT_NE(std::string(e.what()).find("no VNNI"), std::string::npos) << e.what();
         continue;
       }
@@ -146,16 +150,18 @@ const ConvGeo kConvGeos[] = {{1, 16, 14, 14, 32, 3, 1, 1, 1, 1}, {2, 8, 9, 11, 1
 
 }  // namespace
 
+// wmax 127: 8-bit weights; 64: 7-bit weights (what oneDNN computes exactly without VNNI).
 TEST(Int8Kernels, QConvOnednnAndEmulatedMatchReference) {
   uint32_t seed = 1;
+  for (int wmax : {127, 64})
   for (const ConvGeo& geo : kConvGeos)
     for (const Case& c : kCases) {
-      SCOPED_TRACE(::testing::Message() << "c" << geo.c << " m" << geo.m << " k" << geo.k << " s" << geo.stride << " p"
+      SCOPED_TRACE(::testing::Message() << "wmax" << wmax << " c" << geo.c << " m" << geo.m << " k" << geo.k << " s" << geo.stride << " p"
                                         << geo.pad << " d" << geo.dil << " g" << geo.group << " x" << dtype_name(c.x_type)
                                         << " zp" << c.x_zp << " y" << dtype_name(c.y_type) << " " << c.act);
       GraphBuilder b;
       b.input("x", c.x_type, {geo.n, geo.c, geo.h, geo.w});
-      add_params(b, c, codes(DType::Int8, {geo.m, geo.c / geo.group, geo.k, geo.k}, seed), geo.m, seed + 1);
+      add_params(b, c, codes(DType::Int8, {geo.m, geo.c / geo.group, geo.k, geo.k}, seed, wmax), geo.m, seed + 1);
       seed += 2;
       auto attrs = act_attrs(c.act);
       attrs["kernel_shape"] = std::vector<int64_t>{geo.k, geo.k};
@@ -169,20 +175,21 @@ TEST(Int8Kernels, QConvOnednnAndEmulatedMatchReference) {
       ir::Graph g = b.build();
       g.nodes.back()->domain = "joule";
       g.opsets["joule"] = 1;
-      compare(g, {{"x", codes(c.x_type, {geo.n, geo.c, geo.h, geo.w}, seed++)}}, "qconv", c);
+      compare(g, {{"x", codes(c.x_type, {geo.n, geo.c, geo.h, geo.w}, seed++)}}, "qconv", c, wmax);
     }
 }
 
 TEST(Int8Kernels, QMatMulOnednnAndEmulatedMatchReference) {
   uint32_t seed = 100;
   const std::vector<std::pair<Shape, int64_t>> shapes = {{{2, 3, 64}, 10}, {{1, 512}, 10}, {{7, 33}, 17}, {{4, 16, 128}, 64}};
+  for (int wmax : {127, 64})
   for (auto& [as, N] : shapes)
     for (const Case& c : kCases) {
-      SCOPED_TRACE(::testing::Message() << shape_str(as) << " N" << N << " x" << dtype_name(c.x_type) << " zp" << c.x_zp
+      SCOPED_TRACE(::testing::Message() << "wmax" << wmax << " " << shape_str(as) << " N" << N << " x" << dtype_name(c.x_type) << " zp" << c.x_zp
                                         << " y" << dtype_name(c.y_type) << " " << c.act);
       GraphBuilder b;
       b.input("x", c.x_type, as);
-      add_params(b, c, codes(DType::Int8, {as.back(), N}, seed), N, seed + 1);
+      add_params(b, c, codes(DType::Int8, {as.back(), N}, seed, wmax), N, seed + 1);
       seed += 2;
       std::vector<std::string> ins = {"x", "xs", "xzp", "w", "ws", "", "bias"};
       if (c.y_type != DType::Float32) ins.insert(ins.end(), {"ys", "yzp"});
@@ -190,6 +197,36 @@ TEST(Int8Kernels, QMatMulOnednnAndEmulatedMatchReference) {
       ir::Graph g = b.build();
       g.nodes.back()->domain = "joule";
       g.opsets["joule"] = 1;
-      compare(g, {{"x", codes(c.x_type, as, seed++)}}, "qmatmul", c);
+      compare(g, {{"x", codes(c.x_type, as, seed++)}}, "qmatmul", c, wmax);
     }
+}
+
+// The worst case of u8 x s8 products added in pairs (oneDNN's kernels without VNNI add them in
+// saturating 16-bit lanes): every input code 255 and every weight +64 or -64, so each pair is
+// +-32640, one step below saturation. oneDNN must run it (on any CPU) and agree exactly.
+TEST(Int8Kernels, SevenBitWeightsAtTheExtremesAreExactOnOnednn) {
+  for (int64_t k : {1, 3}) {
+    const int64_t C = 64, M = 16, H = 6;
+    Tensor w(DType::Int8, {M, C, k, k});
+    for (int64_t i = 0; i < w.numel(); ++i) w.data<int8_t>()[i] = (i / (C * k * k)) % 2 ? -64 : 64;
+    Tensor x(DType::UInt8, {1, C, H, H});
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<uint8_t>()[i] = 255;
+    const Case c{DType::UInt8, 0, true, DType::Float32, ""};
+    GraphBuilder b;
+    b.input("x", DType::UInt8, {1, C, H, H});
+    add_params(b, c, w, M, 7);
+    auto attrs = act_attrs("");
+    attrs["kernel_shape"] = std::vector<int64_t>{k, k};
+    attrs["pads"] = std::vector<int64_t>{k / 2, k / 2, k / 2, k / 2};
+    b.node("QConv", {"x", "xs", "xzp", "w", "ws", "", "bias"}, {"y"}, attrs, "q").output("y");
+    ir::Graph g = b.build();
+    g.nodes.back()->domain = "joule";
+    g.opsets["joule"] = 1;
+    runtime::SessionOptions r, o;
+    r.algo.add("reference");
+    o.algo.add("qconv=onednn_int8");
+    const Tensor want = runtime::Session(g, r).run({{"x", x}}).at("y");
+    const Tensor got = runtime::Session(g, o).run({{"x", x}}).at("y");
+    for (int64_t i = 0; i < want.numel(); ++i) ASSERT_EQ(got.data<float>()[i], want.data<float>()[i]) << "k" << k << " at " << i;
+  }
 }

@@ -13,6 +13,8 @@ W8A8 = ROOT / "examples" / "quant" / "w8a8.yaml"
 # oneDNN's int8 kernels run exactly (and joule uses them) only where the CPU has VNNI.
 VNNI = bool({"avx512_vnni", "avx_vnni"} & set(pathlib.Path("/proc/cpuinfo").read_text().split()))
 W4A8 = ROOT / "examples" / "quant" / "w4a8.yaml"
+W4A4 = ROOT / "examples" / "quant" / "w4a4.yaml"
+W7A8 = ROOT / "examples" / "quant" / "w7a8.yaml"
 JOULE_BIN = os.environ.get("JOULE_BIN", str(ROOT / "build" / "joule"))
 
 

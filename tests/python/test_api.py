@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import joule
-from conftest import JOULE_BIN, MODELS, ROOT, SAMPLES, VNNI, W4A8, W8A8, joule_cli, onnx_model
+from conftest import JOULE_BIN, MODELS, ROOT, SAMPLES, VNNI, W4A4, W4A8, W7A8, W8A8, joule_cli, onnx_model
 
 
 # ---- outputs and results are the CLI's --------------------------------------------------------
@@ -96,7 +96,7 @@ def test_quantize_matches_cli_and_round_trips(model, samples, tmp_path):
 
 
 def test_formats_onnx_cannot_express_need_allow_joule_ops(model, samples, tmp_path):
-    q = joule.quantize(model, W4A8, calib=samples[0])
+    q = joule.quantize(model, W4A4, calib=samples[0])  # 4-bit activations: no QuantizeLinear clamps to them
     assert q.report.fake_quant_nodes > 0
     with pytest.raises(joule.BadInput, match="FakeQuant"):
         q.save(tmp_path / "w4.onnx")
@@ -115,6 +115,15 @@ def test_agreement_simulation_is_the_integer_plan(model, samples):
     assert joule.agreement(q).min_within_one_step == 1.0  # seeded random inputs
     with pytest.raises(joule.BadInput, match="not a quantized"):
         joule.agreement(model)
+
+
+def test_seven_bit_weights_run_on_integer_kernels_on_every_cpu(model, samples):
+    # 7-bit weights: oneDNN's int8 kernels are exact with and without VNNI, so the integer plan
+    # runs them everywhere and its codes equal the simulation's.
+    q = joule.quantize(model, W7A8, calib=samples[0])
+    a = joule.agreement(q, samples[0][:4])
+    assert a.integer_nodes >= 3 and a.first_difference == "" and a.min_within_one_step == 1.0
+    assert a.outputs[0]["identical"]
 
 
 def test_bf16_session_is_checked_against_float32(model):

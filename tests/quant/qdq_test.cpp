@@ -200,7 +200,9 @@ default:
   EXPECT_GT(10 * std::log10(ref / err), 20.0);  // but W8A8 stays close (> 20 dB)
 }
 
-TEST(QuantQdq, NonEightBitFormatsUseFakeQuantNodes) {
+// Computed tensors in formats ONNX cannot express get joule's FakeQuant; constant weights of
+// fewer than 8 bits are standard int8 codes in their narrower range (4 bits: [-8, 7]).
+TEST(QuantQdq, NonEightBitFormatsUseFakeQuantNodesExceptNarrowWeights) {
   ir::Graph g = small_cnn();
   QuantPlan plan = plan_quantization(g, resolve(g, QuantConfig::parse(R"(
 default:
@@ -210,9 +212,20 @@ default:
                                                                      "q.yaml")));
   calibrate(g, plan, samples_of(inputs(2, 1)), {});
   ir::Graph q = insert_qdq(g, plan);
-  int fq = 0;
-  for (auto& n : q.nodes) fq += n->op_type == "FakeQuant" && n->domain == "joule";
-  EXPECT_EQ(fq, 6);
+  int fq = 0, dq = 0;
+  for (auto& n : q.nodes) {
+    fq += n->op_type == "FakeQuant" && n->domain == "joule";
+    if (n->op_type != "DequantizeLinear") continue;
+    const Tensor& codes = q.initializers.at(n->inputs[0]);
+    if (codes.dtype() != DType::Int8) continue;  // the int32 biases
+    ++dq;
+    for (int64_t i = 0; i < codes.numel(); ++i) {
+      ASSERT_GE(codes.data<int8_t>()[i], -8);
+      ASSERT_LE(codes.data<int8_t>()[i], 7);
+    }
+  }
+  EXPECT_EQ(fq, 3);  // the three inputs
+  EXPECT_EQ(dq, 3);  // the three weights
   EXPECT_EQ(q.opsets.at("joule"), 1);
   runtime::Session s(q);
   auto y = s.run(inputs(1, 3)[0]).at("y");

@@ -58,7 +58,8 @@ std::string int8_inexact_reason() {
   if (f.int8_dot) return "";
   return "oneDNN's int8 kernels on this CPU (" + f.model +
          ", no VNNI) add u8 x s8 products in saturating 16-bit pairs, so their codes can differ from exact integer "
-         "arithmetic; the emulated kernel computes it exactly";
+         "arithmetic unless the inputs are uint8 and the weights 7-bit (codes within +-64); the emulated kernel "
+         "computes it exactly";
 }
 
 std::string avx2_fma_missing_reason() {

@@ -181,6 +181,10 @@ bool standard_qdq(const ir::Graph& g, const QuantPoint& p) {
   const Format& f = p.spec.format;
   if (f.kind != FormatKind::Int) return false;
   if (f.narrow_range && !p.constant) return false;  // QuantizeLinear would saturate to -128
+  // Constant weights of fewer bits are their codes stored as int8/uint8 (e.g. 7-bit weights in
+  // [-64, 63], which oneDNN's int8 kernels compute exactly without VNNI); a QuantizeLinear of a
+  // computed value cannot clamp to fewer than 8 bits.
+  if (p.constant && f.bits < 8) return true;
   return f.bits == 8 || (f.bits == 16 && g.opset() >= 21);
 }
 

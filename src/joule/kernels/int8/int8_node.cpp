@@ -1,5 +1,9 @@
 #include "joule/kernels/int8/int8_node.h"
 
+#include <algorithm>
+#include <cstdlib>
+
+#include "joule/core/cpu_features.h"
 #include "joule/kernels/conv/conv_node.h"
 
 namespace joule::kernels {
@@ -42,6 +46,18 @@ std::string read_int8_params(const NodeView& v, int64_t channels, Int8Params* p)
   const ops::qint::Activation act(v.node);
   return ops::qint::Requant::make(xs[0], ws, bias ? bias->data<float>() : nullptr, channels, requant, ys[0], yzp[0],
                                   p->y_type, act.kind, act.p, &p->rq);
+}
+
+std::string onednn_int8_inexact_reason(const Int8Params& p) {
+  const std::string cpu = int8_inexact_reason();
+  if (cpu.empty()) return "";
+  if (p.x_type != DType::UInt8) return cpu + " (this node's inputs are int8)";
+  int wmax = 0;
+  const int8_t* w = p.w->data<int8_t>();
+  for (int64_t i = 0; i < p.w->numel(); ++i) wmax = std::max(wmax, std::abs(static_cast<int>(w[i])));
+  if (wmax <= 64) return "";
+  return cpu + " (this node's weight codes reach " + std::to_string(wmax) +
+         "; weights quantized with bits: 7, as in examples/quant/w7a8.yaml, run on oneDNN here)";
 }
 
 std::string read_qconv_problem(const NodeView& v, QConvProblem* p) {

@@ -26,6 +26,13 @@ struct Int8Params {
 // `channels`: output channels (QConv: w dim 0; QMatMul: w dim 1).
 std::string read_int8_params(const NodeView& v, int64_t channels, Int8Params* p);
 
+// "" where oneDNN's int8 kernels compute exactly what the integer plan defines, else why not.
+// With VNNI (AVX512-VNNI, AVX-VNNI) they always do. Without it they add u8 x s8 products in
+// pairs in saturating 16-bit lanes (vpmaddubsw), and with int8 inputs they halve the weights
+// first; exact therefore only for uint8 inputs and weight codes within +-64 (7 bits: a pair is at
+// most 2 * 255 * 64 = 32640 < 32767) — what weights quantized with `bits: 7` give.
+std::string onednn_int8_inexact_reason(const Int8Params& p);
+
 // A QConv node: geometry and parameters, tensors as they are (N,H,W,C when channels_last).
 struct QConvProblem {
   ConvShape s;

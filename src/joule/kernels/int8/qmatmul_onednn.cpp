@@ -43,15 +43,16 @@ class OnednnQMatMul : public Kernel {
 };
 
 std::string supports(const NodeView& v) {
-  if (std::string why = int8_inexact_reason(); !why.empty()) return why;
   QMatMulProblem p;
-  return read_qmatmul_problem(v, &p);
+  if (std::string r = read_qmatmul_problem(v, &p); !r.empty()) return r;
+  return onednn_int8_inexact_reason(p.q);
 }
 
 double estimate_ms(const NodeView& v) {
   QMatMulProblem p;
   read_qmatmul_problem(v, &p);
-  return 2.0 * static_cast<double>(p.M) * p.N * p.K / (400e9 * v.threads) * 1e3 + 0.003;
+  const double rate = cpu_features().int8_dot ? 400e9 : 150e9;  // as QConv's
+  return 2.0 * static_cast<double>(p.M) * p.N * p.K / (rate * v.threads) * 1e3 + 0.003;
 }
 
 std::unique_ptr<Kernel> prepare(const NodeView& v) {
@@ -63,7 +64,7 @@ std::unique_ptr<Kernel> prepare(const NodeView& v) {
 }  // namespace
 
 extern const Algorithm kQMatMulOnednnInt8;
-const Algorithm kQMatMulOnednnInt8{"qmatmul", "onednn_int8", "oneDNN int8 matmul (VNNI/AMX JIT, fused scales and post-ops)",
+const Algorithm kQMatMulOnednnInt8{"qmatmul", "onednn_int8", "oneDNN int8 matmul (VNNI/AMX JIT, or AVX2 for uint8 inputs and 7-bit weights; fused scales and post-ops)",
                                    supports, estimate_ms, prepare};
 
 }  // namespace joule::kernels
