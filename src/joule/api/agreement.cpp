@@ -35,7 +35,8 @@ class Comparer : public runtime::Observer {
                   const std::vector<Tensor>& outputs) override {
     if (n.domain == "joule" && (n.op_type == "QConv" || n.op_type == "QMatMul")) {
       ++plan_nodes;
-      integer_nodes += n.meta["software"].value("algorithm", "reference") == "onednn_int8";
+      const std::string algo = n.meta["software"].value("algorithm", "reference");
+      integer_nodes += algo != "emulated" && algo != "reference";  // onednn_int8, avx2_int8
     }
     for (size_t i = 0; i < outputs.size() && i < n.outputs.size(); ++i) {
       if (n.outputs[i].empty() || !outputs[i].defined() || seen_.count(n.outputs[i])) continue;

@@ -27,6 +27,7 @@ extern const Algorithm kQConvOnednnInt8;
 extern const Algorithm kQMatMulOnednnInt8;
 extern const Algorithm kQConvEmulated;
 extern const Algorithm kQMatMulEmulated;
+extern const Algorithm kQMatMulAvx2Int8;
 extern const Algorithm kConvGradDataOnednn;
 extern const Algorithm kConvGradWeightOnednn;
 extern const Algorithm kUnarySimd;
@@ -50,7 +51,7 @@ const std::vector<const Algorithm*>& all_algorithms() {
   static const std::vector<const Algorithm*> all = [] {
     std::vector<const Algorithm*> r = {&kConvDirect, &kConvIm2colGemm, &kConvImplicitGemm, &kConvFft, &kConvWinograd, &kConvWinogradF2, &kConvOnednn, &kConvOnednnBf16,
                                                      &kGemmOnednnPacked, &kGemmOnednn, &kGemmBlas, &kGemmSmallM, &kGemmOnednnBf16, &kMatMulOnednnPacked, &kMatMulOnednn, &kMatMulBlas, &kMatMulSmallM, &kMatMulOnednnBf16,
-                                                     &kQConvOnednnInt8, &kQMatMulOnednnInt8, &kQConvEmulated, &kQMatMulEmulated, &kConvGradDataOnednn,
+                                                     &kQConvOnednnInt8, &kQMatMulOnednnInt8, &kQMatMulAvx2Int8, &kQConvEmulated, &kQMatMulEmulated, &kConvGradDataOnednn,
                                                      &kConvGradWeightOnednn, &kUnarySimd, &kBinarySimd, &kPoolSimd, &kTransposeTiled, &kConcatCopy, &kSliceCopy,
                                                      &kSoftmaxSimd, &kLayerNormSimd, &kBatchNormSimd, &kRecurrentFused, &kRoiAlignChannels, &kConvTransposeGemm, &kQuantizeSimd, &kGatherCopy, &kViewAlias};
     for (const Algorithm* a : cuda::algorithms()) r.push_back(a);
