@@ -62,6 +62,9 @@ TEST(QuantCli, QuantizeWritesLoadableQdqModelAndAccuracyTable) {
   EXPECT_EQ(j["calibration_samples"].get<int>(), 16);
   EXPECT_EQ(j["fake_quant_nodes"].get<int>(), 0);
   EXPECT_GE(j["eval"]["quantized"]["top1"].get<double>(), 0.8);
+  // 8-bit weights run emulated where the CPU has no VNNI: the report says so and names the fix.
+  if (joule::int8_inexact_reason().empty()) EXPECT_FALSE(j.contains("note")) << r.out;
+  else EXPECT_NE(j["note"].get<std::string>().find("w7a8.yaml"), std::string::npos) << r.out;
   joule::ir::Graph g = joule::onnx::load_model(out);
   int q = 0, dq = 0;
   for (auto& n : g.nodes) {
@@ -91,6 +94,27 @@ TEST(QuantCli, QuantizeWritesLoadableQdqModelAndAccuracyTable) {
   CliResult f = joule_cmd("compare default --agreement");
   EXPECT_EQ(f.code, 2) << f.out;
   EXPECT_NE(f.out.find("not a quantized (QDQ) model"), std::string::npos) << f.out;
+}
+
+// 7-bit weights: integer kernels on every CPU (oneDNN's, or joule's avx2_int8 without VNNI), no
+// note, and the simulation equal to them.
+TEST(QuantCli, SevenBitWeightsRunOnIntegerKernelsEverywhere) {
+  const std::string cfg = std::string(JOULE_SOURCE_DIR) + "/examples/quant/w7a8.yaml";
+  const std::string out = (dir() / "w7.onnx").string();
+  CliResult r = joule_cmd("quantize default --config " + cfg + " --calib " + kSamples + " -o " + out + " --format json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_FALSE(nlohmann::json::parse(r.out).contains("note")) << r.out;
+  joule::ir::Graph g = joule::onnx::load_model(out);
+  for (auto& [name, t] : g.initializers) {
+    if (t.dtype() != joule::DType::Int8) continue;
+    for (int64_t i = 0; i < t.numel(); ++i) ASSERT_GE(t.data<int8_t>()[i], -64) << name;
+  }
+  CliResult a = joule_cmd("compare " + out + " --agreement -i " + kSamples + " --format json");
+  ASSERT_EQ(a.code, 0) << a.out;
+  auto aj = nlohmann::json::parse(a.out);
+  EXPECT_GE(aj["integer_nodes"].get<int>(), 5) << a.out;
+  EXPECT_EQ(aj["first_difference"], "");
+  EXPECT_EQ(aj["min_within_one_step"].get<double>(), 1.0);
 }
 
 TEST(QuantCli, NonOnnxFormatsAreRefusedForExportUnlessAsked) {

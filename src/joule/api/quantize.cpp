@@ -7,6 +7,7 @@
 #include "joule/api/evaluate.h"
 #include "joule/api/prepare.h"
 #include "joule/api/run.h"
+#include "joule/core/cpu_features.h"
 #include "joule/core/error.h"
 #include "joule/core/file_util.h"
 
@@ -68,6 +69,20 @@ data::EvalResult evaluate_graph(const ir::Graph& g, const data::Dataset& d, cons
   return evaluate_session(*fast_session(g, o.threads, o.int8), d, o.eval_samples, hooks, "evaluating " + what);
 }
 
+// Without VNNI oneDNN's and joule's integer kernels are exact only for weights of at most 7 bits
+// (kernels/int8/int8_node.h): "" or a note that the plan's 8-bit weights will run emulated here.
+static std::string int8_speed_note(const quant::QuantPlan& plan) {
+  if (int8_inexact_reason().empty()) return "";
+  size_t eight = 0;
+  for (const quant::QuantPoint& p : plan.points)
+    eight += p.constant && !p.spec.derived_bias && p.spec.format.kind == quant::FormatKind::Int && p.spec.format.bits == 8;
+  if (!eight) return "";
+  return fmt::format("{} weight tensors have 8-bit codes: on this CPU ({}, no VNNI) --int8 real runs them on the exact "
+                     "emulated kernels, slower than FP32; weights of 7 bits (weight: {{bits: 7}}, as in "
+                     "examples/quant/w7a8.yaml) run on integer kernels here",
+                     eight, cpu_features().model);
+}
+
 QuantPlanReport quant_plan(const Model& m, const QuantOptions& o) {
   const QuantModel q = plan_model(m, o, o.config);
   return {quant::plan_json(q.graph, q.plan), quant::describe_plan(q.graph, q.plan)};
@@ -92,6 +107,7 @@ QuantizeResult quantize(const Model& m, const QuantOptions& o, const Hooks& hook
               {"preprocessing", how},
               {"fake_quant_nodes", r.model.joule_op_nodes().size()},
               {"plan", quant::plan_json(q.graph, q.plan)}};
+  if (std::string note = int8_speed_note(q.plan); !note.empty()) r.report["note"] = note;
   if (eval_set) {
     const data::EvalResult f = evaluate_graph(q.graph, *eval_set, o, hooks, "fp32");
     const data::EvalResult qr = evaluate_graph(r.model.graph(), *eval_set, o, hooks, "quantized");

@@ -41,6 +41,7 @@ Action add_quantize(CLI::App& app) {
                a->calib.empty() ? "-" : a->calib, j["preprocessing"].get<std::string>());
     if (size_t fq = j["fake_quant_nodes"].get<size_t>()) fmt::print("{} tensors simulated with joule FakeQuant nodes\n", fq);
     if (!a->out.empty()) fmt::print("wrote {}\n", a->out);
+    if (j.contains("note")) fmt::print("note: {}\n", j["note"].get<std::string>());
     if (j.contains("eval")) {
       const auto& e = j["eval"];
       fmt::print("\naccuracy on {}\n", e["data"].get<std::string>());
