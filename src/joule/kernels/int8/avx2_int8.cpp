@@ -61,7 +61,7 @@ int max_abs_code(const Tensor& w) {
 }
 
 // s0[r] / s1[r] += the products of the 4 codes at p[r] + off (row r's k-group) with that k-group
-// of two panels (b0, b1). The codes are broadcast straight from memory (vbroadcastss).
+// of two panels (b0, b1). The codes are broadcast straight from memory (vpbroadcastd).
 template <int R>
 JOULE_AVX2 __attribute__((always_inline)) inline void quad_step(const uint8_t* const (&p)[R], int64_t off,
                                                                 const int8_t* b0, const int8_t* b1, __m256i ones,
@@ -70,7 +70,7 @@ JOULE_AVX2 __attribute__((always_inline)) inline void quad_step(const uint8_t* c
   const __m256i w1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(b1));
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) {
-    const __m256i x = _mm256_castps_si256(_mm256_broadcast_ss(reinterpret_cast<const float*>(p[r] + off)));
+    const __m256i x = _mm256_broadcastd_epi32(_mm_loadu_si32(p[r] + off));  // unaligned 4 bytes
     s0[r] = _mm256_add_epi32(s0[r], _mm256_madd_epi16(_mm256_maddubs_epi16(x, w0), ones));
     s1[r] = _mm256_add_epi32(s1[r], _mm256_madd_epi16(_mm256_maddubs_epi16(x, w1), ones));
   }
