@@ -148,6 +148,20 @@ const ConvGeo kConvGeos[] = {{1, 16, 14, 14, 32, 3, 1, 1, 1, 1}, {2, 8, 9, 11, 1
                              {2, 16, 8, 8, 32, 3, 1, 2, 2, 4},   {1, 64, 7, 7, 16, 1, 1, 0, 1, 1},
                              {1, 3, 16, 16, 8, 5, 2, 2, 1, 1},   {1, 12, 6, 6, 6, 1, 1, 1, 1, 1}};
 
+// One QMatMul node "q": A codes `as`, weights [as.back(), N] within +-wmax, the case's epilogue.
+ir::Graph qmatmul_graph(const Case& c, const Shape& as, int64_t N, uint32_t seed, int wmax) {
+  GraphBuilder b;
+  b.input("x", c.x_type, as);
+  add_params(b, c, codes(DType::Int8, {as.back(), N}, seed, wmax), N, seed + 1);
+  std::vector<std::string> ins = {"x", "xs", "xzp", "w", "ws", "", "bias"};
+  if (c.y_type != DType::Float32) ins.insert(ins.end(), {"ys", "yzp"});
+  b.node("QMatMul", ins, {"y"}, act_attrs(c.act), "q").output("y");
+  ir::Graph g = b.build();
+  g.nodes.back()->domain = "joule";
+  g.opsets["joule"] = 1;
+  return g;
+}
+
 }  // namespace
 
 // wmax 127: 8-bit weights; 64: 7-bit weights (what oneDNN computes exactly without VNNI).
@@ -156,9 +170,10 @@ TEST(Int8Kernels, QConvOnednnAndEmulatedMatchReference) {
   for (int wmax : {127, 64})
   for (const ConvGeo& geo : kConvGeos)
     for (const Case& c : kCases) {
-      SCOPED_TRACE(::testing::Message() << "wmax" << wmax << " c" << geo.c << " m" << geo.m << " k" << geo.k << " s" << geo.stride << " p"
-                                        << geo.pad << " d" << geo.dil << " g" << geo.group << " x" << dtype_name(c.x_type)
-                                        << " zp" << c.x_zp << " y" << dtype_name(c.y_type) << " " << c.act);
+      SCOPED_TRACE(::testing::Message() << "wmax" << wmax << " c" << geo.c << " m" << geo.m << " k" << geo.k << " s"
+                                        << geo.stride << " p" << geo.pad << " d" << geo.dil << " g" << geo.group << " x"
+                                        << dtype_name(c.x_type) << " zp" << c.x_zp << " y" << dtype_name(c.y_type) << " "
+                                        << c.act);
       GraphBuilder b;
       b.input("x", c.x_type, {geo.n, geo.c, geo.h, geo.w});
       add_params(b, c, codes(DType::Int8, {geo.m, geo.c / geo.group, geo.k, geo.k}, seed, wmax), geo.m, seed + 1);
@@ -185,18 +200,11 @@ TEST(Int8Kernels, QMatMulOnednnAndEmulatedMatchReference) {
   for (int wmax : {127, 64})
   for (auto& [as, N] : shapes)
     for (const Case& c : kCases) {
-      SCOPED_TRACE(::testing::Message() << "wmax" << wmax << " " << shape_str(as) << " N" << N << " x" << dtype_name(c.x_type) << " zp" << c.x_zp
-                                        << " y" << dtype_name(c.y_type) << " " << c.act);
-      GraphBuilder b;
-      b.input("x", c.x_type, as);
-      add_params(b, c, codes(DType::Int8, {as.back(), N}, seed, wmax), N, seed + 1);
+      SCOPED_TRACE(::testing::Message() << "wmax" << wmax << " " << shape_str(as) << " N" << N << " x"
+                                        << dtype_name(c.x_type) << " zp" << c.x_zp << " y" << dtype_name(c.y_type) << " "
+                                        << c.act);
+      const ir::Graph g = qmatmul_graph(c, as, N, seed, wmax);
       seed += 2;
-      std::vector<std::string> ins = {"x", "xs", "xzp", "w", "ws", "", "bias"};
-      if (c.y_type != DType::Float32) ins.insert(ins.end(), {"ys", "yzp"});
-      b.node("QMatMul", ins, {"y"}, act_attrs(c.act), "q").output("y");
-      ir::Graph g = b.build();
-      g.nodes.back()->domain = "joule";
-      g.opsets["joule"] = 1;
       compare(g, {{"x", codes(c.x_type, as, seed++)}}, "qmatmul", c, wmax);
     }
 }
@@ -265,16 +273,8 @@ TEST(Int8Kernels, Avx2Int8MatchesReference) {
       if (c.x_type != DType::UInt8) continue;
       SCOPED_TRACE(::testing::Message() << shape_str(as) << " N" << N << " zp" << c.x_zp << " y" << dtype_name(c.y_type)
                                         << " " << c.act);
-      GraphBuilder b;
-      b.input("x", c.x_type, as);
-      add_params(b, c, codes(DType::Int8, {as.back(), N}, seed, 64), N, seed + 1);
+      const ir::Graph g = qmatmul_graph(c, as, N, seed, 64);
       seed += 2;
-      std::vector<std::string> ins = {"x", "xs", "xzp", "w", "ws", "", "bias"};
-      if (c.y_type != DType::Float32) ins.insert(ins.end(), {"ys", "yzp"});
-      b.node("QMatMul", ins, {"y"}, act_attrs(c.act), "q").output("y");
-      ir::Graph g = b.build();
-      g.nodes.back()->domain = "joule";
-      g.opsets["joule"] = 1;
       expect_avx2_int8_exact(g, {{"x", codes(c.x_type, as, seed++)}}, "qmatmul");
     }
 }

@@ -75,7 +75,8 @@ static std::string int8_speed_note(const quant::QuantPlan& plan) {
   if (int8_inexact_reason().empty()) return "";
   size_t eight = 0;
   for (const quant::QuantPoint& p : plan.points)
-    eight += p.constant && !p.spec.derived_bias && p.spec.format.kind == quant::FormatKind::Int && p.spec.format.bits == 8;
+    eight += p.constant && !p.spec.derived_bias && p.spec.format.kind == quant::FormatKind::Int &&
+             p.spec.format.bits == 8;
   if (!eight) return "";
   return fmt::format("{} weight tensors have 8-bit codes: on this CPU ({}, no VNNI) --int8 real runs them on the exact "
                      "emulated kernels, slower than FP32; weights of 7 bits (weight: {{bits: 7}}, as in "
