@@ -1,16 +1,16 @@
 // Op class "qmatmul", algorithm avx2_int8: joule's own integer product for CPUs without VNNI.
 // oneDNN's int8 matmul there is its `gemm:jit`, which takes the weights in plain layout and
 // packs them again on every call (MobileNetV3's 1024 x 1000 classifier at batch 1: 1.0 ms,
-// 2 GOP/s; BERT's 128 x 768 x 3072 products: 3.6 ms, 167 GOP/s, against 3.4 ms here). Here the weight codes are packed once, in prepare(),
-// into panels of 8 columns with k in groups of 4 ([N/8][K/4][8][4], zeros past K and N), with
-// each column's code sum for the input zero point. A tile of rows x 16 columns accumulates in
-// registers: 4 uint8 codes of a row broadcast, `vpmaddubsw` against a panel (u8 x s8 products
-// added in pairs into 16-bit lanes), `vpmaddwd` by ones into 32-bit sums. A pair saturates 16
-// bits only beyond 32767; with weight codes within +-64 (7 bits) it is at most 2 * 255 * 64 =
-// 32640, so the sums are exact — the node is refused otherwise (as oneDNN's kernels are there).
-// The epilogue is the integer plan's (ops::qint::Requant: zero point, bias, per-channel scale,
-// activation, requantization), per tile while it is in cache, AVX2 without FMA: the reference
-// kernel's values bit for bit.
+// 2 GOP/s; BERT's 128 x 768 x 3072 products: 3.6 ms, 167 GOP/s, against 3.4 ms here). Here the
+// weight codes are packed once, in prepare(), into panels of 8 columns with k in groups of 4
+// ([N/8][K/4][8][4], zeros past K and N), with each column's code sum for the input zero point.
+// A tile of rows x 16 columns accumulates in registers: 4 uint8 codes of a row broadcast,
+// `vpmaddubsw` against a panel (u8 x s8 products added in pairs into 16-bit lanes), `vpmaddwd`
+// by ones into 32-bit sums. A pair saturates 16 bits only beyond 32767; with weight codes within
+// +-64 (7 bits) it is at most 2 * 255 * 64 = 32640, so the sums are exact — the node is refused
+// otherwise (as oneDNN's kernels are there). The epilogue is the integer plan's
+// (ops::qint::Requant: zero point, bias, per-channel scale, activation, requantization), per
+// tile while it is in cache, AVX2 without FMA: the reference kernel's values bit for bit.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -31,14 +31,14 @@ constexpr int kRows = 4;            // rows of a register tile (4 x 2 panels: 8 
 constexpr int64_t kTileCols = 128;  // columns of a cache tile (its sums: 64 x 128 int32 = 32 KiB)
 constexpr int64_t kMaxTileRows = 64;
 
-// The weight codes B[k][n] = w[k * sk + n * sn] packed as described above.
+// The weight codes B [K, N] packed as described above.
 struct PackedCodes {
   Tensor b;                     // int8 [N8][K4][8][4]
   std::vector<int32_t> colsum;  // per column (zero past N)
   int64_t K = 0, N = 0, K4 = 0, N8 = 0;
 };
 
-PackedCodes pack_codes(const int8_t* w, int64_t K, int64_t N, int64_t sk, int64_t sn) {
+PackedCodes pack_codes(const int8_t* w, int64_t K, int64_t N) {
   PackedCodes p;
   p.K = K, p.N = N, p.K4 = (K + 3) / 4, p.N8 = (N + kPanel - 1) / kPanel;
   p.b = Tensor(DType::Int8, {p.N8 * p.K4 * kPanel * 4});
@@ -47,17 +47,11 @@ PackedCodes pack_codes(const int8_t* w, int64_t K, int64_t N, int64_t sk, int64_
   p.colsum.assign(static_cast<size_t>(p.N8 * kPanel), 0);
   for (int64_t n = 0; n < N; ++n)
     for (int64_t k = 0; k < K; ++k) {
-      const int8_t v = w[k * sk + n * sn];
+      const int8_t v = w[k * N + n];
       b[((n / kPanel * p.K4 + k / 4) * kPanel + n % kPanel) * 4 + k % 4] = v;
       p.colsum[static_cast<size_t>(n)] += v;
     }
   return p;
-}
-
-int max_abs_code(const Tensor& w) {
-  int m = 0;
-  for (int64_t i = 0; i < w.numel(); ++i) m = std::max(m, std::abs(static_cast<int>(w.data<int8_t>()[i])));
-  return m;
 }
 
 // s0[r] / s1[r] += the products of the 4 codes at p[r] + off (row r's k-group) with that k-group
@@ -200,7 +194,7 @@ class QGemm {
 std::string refuse(const Int8Params& q) {
   if (!cpu_features().avx2_fma) return avx2_fma_missing_reason();
   if (q.x_type != DType::UInt8) return "int8 inputs (vpmaddubsw multiplies unsigned codes)";
-  if (const int m = max_abs_code(*q.w); m > 64)
+  if (const int m = max_abs_weight_code(q); m > 64)
     return "weight codes reach " + std::to_string(m) +
            "; u8 x s8 pairs are exact in 16 bits only for codes within +-64 (7-bit weights)";
   return "";
@@ -214,12 +208,10 @@ double product_ms(int64_t M, int64_t N, int64_t K, int act, int threads) {
   return (2.0 * M * N * K / 175e9 + row_passes * K * N / 15e9 + M * N * epilogue_ns * 1e-9) / threads * 1e3 + 0.002;
 }
 
-// ---- QMatMul ---------------------------------------------------------------------------------
-
 class Avx2QMatMul : public Kernel {
  public:
   explicit Avx2QMatMul(const QMatMulProblem& p)
-      : p_(p), gemm_(pack_codes(p.q.w->data<int8_t>(), p.K, p.N, p.N, 1), p.q) {}
+      : p_(p), gemm_(pack_codes(p.q.w->data<int8_t>(), p.K, p.N), p.q) {}
   void run(ops::KernelContext& k) const override {
     check_int8_input(k, p_.q, p_.a_shape);
     Tensor& Y = k.output(0, p_.q.y_type, p_.y_shape);

@@ -48,13 +48,18 @@ std::string read_int8_params(const NodeView& v, int64_t channels, Int8Params* p)
                                   p->y_type, act.kind, act.p, &p->rq);
 }
 
+int max_abs_weight_code(const Int8Params& p) {
+  int m = 0;
+  const int8_t* w = p.w->data<int8_t>();
+  for (int64_t i = 0; i < p.w->numel(); ++i) m = std::max(m, std::abs(static_cast<int>(w[i])));
+  return m;
+}
+
 std::string onednn_int8_inexact_reason(const Int8Params& p) {
   const std::string cpu = int8_inexact_reason();
   if (cpu.empty()) return "";
   if (p.x_type != DType::UInt8) return cpu + " (this node's inputs are int8)";
-  int wmax = 0;
-  const int8_t* w = p.w->data<int8_t>();
-  for (int64_t i = 0; i < p.w->numel(); ++i) wmax = std::max(wmax, std::abs(static_cast<int>(w[i])));
+  const int wmax = max_abs_weight_code(p);
   if (wmax <= 64) return "";
   return cpu + " (this node's weight codes reach " + std::to_string(wmax) +
          "; weights quantized with bits: 7, as in examples/quant/w7a8.yaml, run on oneDNN here)";

@@ -32,6 +32,8 @@ std::string read_int8_params(const NodeView& v, int64_t channels, Int8Params* p)
 // first; exact therefore only for uint8 inputs and weight codes within +-64 (7 bits: a pair is at
 // most 2 * 255 * 64 = 32640 < 32767) — what weights quantized with `bits: 7` give.
 std::string onednn_int8_inexact_reason(const Int8Params& p);
+// The largest |code| of the node's weights.
+int max_abs_weight_code(const Int8Params& p);
 
 // A QConv node: geometry and parameters, tensors as they are (N,H,W,C when channels_last).
 struct QConvProblem {

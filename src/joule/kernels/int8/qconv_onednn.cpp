@@ -142,7 +142,8 @@ std::unique_ptr<Kernel> prepare(const NodeView& v) {
 
 extern const Algorithm kQConvOnednnInt8;
 const Algorithm kQConvOnednnInt8{"qconv", "onednn_int8",
-                                 "oneDNN int8 convolution (VNNI/AMX JIT, or AVX2 for uint8 inputs and 7-bit weights; blocked layouts, fused scales and post-ops)",
+                                 "oneDNN int8 convolution (VNNI/AMX JIT, or AVX2 for uint8 inputs and 7-bit weights; "
+                                 "blocked layouts, fused scales and post-ops)",
                                  supports, estimate_ms, prepare};
 
 }  // namespace joule::kernels

@@ -55,7 +55,8 @@ double estimate_ms(const NodeView& v) {
   // of codes: MobileNetV3's 1024 x 1000 classifier at batch 1 took 0.9-1.0 ms).
   const bool vnni = cpu_features().int8_dot;
   const double repack_ms = vnni ? 0 : static_cast<double>(p.K) * p.N / 1.1e9 * 1e3;
-  return 2.0 * static_cast<double>(p.M) * p.N * p.K / ((vnni ? 400e9 : 165e9) * v.threads) * 1e3 + repack_ms + 0.003;
+  const double rate = vnni ? 400e9 : 165e9;
+  return 2.0 * static_cast<double>(p.M) * p.N * p.K / (rate * v.threads) * 1e3 + repack_ms + 0.003;
 }
 
 std::unique_ptr<Kernel> prepare(const NodeView& v) {
@@ -67,7 +68,9 @@ std::unique_ptr<Kernel> prepare(const NodeView& v) {
 }  // namespace
 
 extern const Algorithm kQMatMulOnednnInt8;
-const Algorithm kQMatMulOnednnInt8{"qmatmul", "onednn_int8", "oneDNN int8 matmul (VNNI/AMX JIT, or AVX2 for uint8 inputs and 7-bit weights; fused scales and post-ops)",
+const Algorithm kQMatMulOnednnInt8{"qmatmul", "onednn_int8",
+                                   "oneDNN int8 matmul (VNNI/AMX JIT, or AVX2 for uint8 inputs and 7-bit weights; fused "
+                                   "scales and post-ops)",
                                    supports, estimate_ms, prepare};
 
 }  // namespace joule::kernels
