@@ -203,7 +203,7 @@ TEST(IntOps, RequantizationRoundsTiesToEven) {
   for (int i = 0; i < 5; ++i) EXPECT_EQ(y[0].data<uint8_t>()[i], want[i]) << i;
 }
 
-// quant::quantize_values (AVX-512: a multiply by 1/s, dividing only near a half-integer) gives
+// quant::quantize_values (AVX-512 and AVX2: a multiply by 1/s, dividing only near a half-integer) gives
 // the codes of the division ONNX and ONNX Runtime define, bit for bit: random values, exact and
 // nearly exact ties (k + 0.5) s, values past the code range, +-inf, NaN, folded clamps, every
 // tail length, and scales whose reciprocal is inexact (0.1, 1/3, 0.0078...) or not normal.
