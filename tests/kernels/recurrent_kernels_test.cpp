@@ -114,6 +114,10 @@ TEST(RecurrentKernels, FusedMatchesReferenceOnEveryAttribute) {
         c.custom_acts = variant == 2;
         cases.push_back(c);
       }
+  // Batch 1 with several panels of 64 columns of R^T and a partial last one (the AVX2 one-row path).
+  cases.push_back(Case{"LSTM", 6, 1, 12, 100, "bidirectional"});
+  cases.push_back(Case{"GRU", 5, 1, 9, 70, "forward"});
+  cases.push_back(Case{"RNN", 4, 1, 7, 130, "reverse"});
   for (size_t i = 0; i < cases.size(); ++i) {
     const auto [g, in] = build(cases[i], static_cast<uint32_t>(100 + i));
     const auto want = testing::run_with_algo(g, in, {"reference"}, "rnn");

@@ -100,6 +100,29 @@ JOULE_AVX2_FMA void matvec_avx2(const float* h, int64_t rows, int64_t K, const f
   }
 }
 
+// One row on AVX2 (batch 1, the common case): R^T repacked in panels of 64 columns, each a
+// single sequential stream over k ([P][K][64], zeros past the last column), so that every step
+// reads R^T from L2 as one run instead of K rows 4 cache lines long.
+JOULE_AVX2_FMA void matvec1_panels_avx2(const float* h, int64_t K, const float* panels, int64_t N, float* out) {
+  for (int64_t n0 = 0; n0 < N; n0 += 64) {
+    const float* p = panels + n0 / 64 * K * 64;
+    __m256 acc[8];
+    for (auto& v : acc) v = _mm256_setzero_ps();
+    for (int64_t k = 0; k < K; ++k) {
+      const __m256 hk = _mm256_set1_ps(h[k]);
+      const float* w = p + k * 64;
+      for (int u = 0; u < 8; ++u) acc[u] = _mm256_fmadd_ps(hk, _mm256_loadu_ps(w + 8 * u), acc[u]);
+    }
+    if (N - n0 >= 64) {
+      for (int u = 0; u < 8; ++u) _mm256_storeu_ps(out + n0 + 8 * u, acc[u]);
+    } else {
+      alignas(32) float tail[64];
+      for (int u = 0; u < 8; ++u) _mm256_store_ps(tail + 8 * u, acc[u]);
+      std::memcpy(out + n0, tail, static_cast<size_t>(N - n0) * sizeof(float));
+    }
+  }
+}
+
 // The same for one row and columns [n0, N): the sums of 128 columns in 8 registers over all of
 // k (one load of R^T per FMA, eight independent FMA chains), then 16 columns at a time, the last
 // ones masked.
@@ -323,6 +346,13 @@ class RecurrentKernel final : public Kernel {
     for (int d = 0; d < s_.dirs; ++d)
       for (int64_t n = 0; n < GH_; ++n)
         for (int64_t k = 0; k < H_; ++k) rt_[static_cast<size_t>((d * H_ + k) * GH_ + n)] = R.data<float>()[(d * GH_ + n) * H_ + k];
+    // The same in panels of 64 columns for matvec1_panels_avx2 ([dirs][P][H][64]).
+    P_ = (GH_ + 63) / 64;
+    panels_.assign(static_cast<size_t>(s_.dirs * P_ * H_ * 64), 0.f);
+    for (int d = 0; d < s_.dirs; ++d)
+      for (int64_t k = 0; k < H_; ++k)
+        for (int64_t n = 0; n < GH_; ++n)
+          panels_[static_cast<size_t>(((d * P_ + n / 64) * H_ + k) * 64 + n % 64)] = rt_[static_cast<size_t>((d * H_ + k) * GH_ + n)];
     // Biases folded into the projection: Wb + Rb, except GRU's candidate Rbh (kept apart).
     bias_.assign(static_cast<size_t>(s_.dirs * GH_), 0.f);
     rbh_.assign(static_cast<size_t>(s_.dirs * H_), 0.f);
@@ -396,6 +426,8 @@ class RecurrentKernel final : public Kernel {
       ops::recurrent::initial_state(k, s_.kind == Kind::kLstm ? 6 : 99, s_, d, dir, b0 + r, c.data() + r * H_);
     }
     const float* rt = rt_.data() + dir * H_ * GH_;
+    const float* panels = panels_.data() + dir * P_ * H_ * 64;
+    const bool panel_rows = rows == 1 && !cpu_features().avx512 && cpu_features().avx2_fma;
     const Activation* acts = &s_.act(dir, 0);
     const bool def = default_[static_cast<size_t>(dir)];
     const bool gru_two_phase = s_.kind == Kind::kGru && !s_.linear_before_reset;
@@ -407,7 +439,9 @@ class RecurrentKernel final : public Kernel {
     const auto matvec = cpu_features().avx512 ? &matvec_avx512 : cpu_features().avx2_fma ? &matvec_avx2 : &matvec_base;
     // h x R^T restricted to columns [n0, n0 + N) of R^T, for the rows in `in` (row stride K = H).
     auto product = [&](const float* in, int64_t n0, int64_t N, float* dst) {
-      if (rows <= kMatvecRows) {
+      if (panel_rows && n0 % 64 == 0) {
+        matvec1_panels_avx2(in, H_, panels + n0 / 64 * H_ * 64, N, dst);
+      } else if (rows <= kMatvecRows) {
         matvec(in, rows, H_, rt + n0, GH_, N, dst, GH_);
       } else if (threads > 1) {
         parallel_sgemm(Blas::kOnednn, *k.pool, false, false, rows, N, H_, 1.f, in, H_, rt + n0, GH_, 0.f, dst, GH_);
@@ -446,7 +480,8 @@ class RecurrentKernel final : public Kernel {
 
   Spec s_;
   int64_t H_ = 0, GH_ = 0, I_ = 0;
-  std::vector<float> w_, rt_, bias_, rbh_, peep_, zeros_;
+  std::vector<float> w_, rt_, panels_, bias_, rbh_, peep_, zeros_;
+  int64_t P_ = 0;  // panels of 64 columns of R^T
   std::vector<bool> default_;
   float clip_ = 0;
 };
