@@ -118,6 +118,9 @@ TEST(RecurrentKernels, FusedMatchesReferenceOnEveryAttribute) {
   cases.push_back(Case{"LSTM", 6, 1, 12, 100, "bidirectional"});
   cases.push_back(Case{"GRU", 5, 1, 9, 70, "forward"});
   cases.push_back(Case{"RNN", 4, 1, 7, 130, "reverse"});
+  // 2-16 rows from the same panels: blocks of 4 rows and the last 1-3.
+  cases.push_back(Case{"LSTM", 5, 7, 10, 70, "bidirectional"});
+  cases.push_back(Case{"GRU", 3, 6, 8, 33, "forward"});
   for (size_t i = 0; i < cases.size(); ++i) {
     const auto [g, in] = build(cases[i], static_cast<uint32_t>(100 + i));
     const auto want = testing::run_with_algo(g, in, {"reference"}, "rnn");
