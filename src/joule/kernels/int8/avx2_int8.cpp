@@ -151,7 +151,7 @@ EpilogueFn<Y> epilogue_for(int act) {
 class QGemm {
  public:
   QGemm(PackedCodes b, const Int8Params& q)
-      : b_(std::move(b)), q_(q), bias_(q.rq.bias_acc.empty() ? std::vector<float>(q.rq.scale.size(), 0.f) : q.rq.bias_acc) {}
+      : b_(std::move(b)), q_(q), bias_(bias_or_zeros(q.rq)) {}
 
   void run(const uint8_t* a, int64_t M, Tensor& Y, ThreadPool& pool) const {
     const int64_t N = b_.N, K = b_.K;
@@ -193,11 +193,7 @@ class QGemm {
 // Why the product cannot run here ("" when it can).
 std::string refuse(const Int8Params& q) {
   if (!cpu_features().avx2_fma) return avx2_fma_missing_reason();
-  if (q.x_type != DType::UInt8) return "int8 inputs (vpmaddubsw multiplies unsigned codes)";
-  if (const int m = max_abs_weight_code(q); m > 64)
-    return "weight codes reach " + std::to_string(m) +
-           "; u8 x s8 pairs are exact in 16 bits only for codes within +-64 (7-bit weights)";
-  return "";
+  return saturating_pairs_reason(q);
 }
 
 // Per row tile every weight is read once; the sums at ~175 GOP/s per thread (AVX2, Zen 3:

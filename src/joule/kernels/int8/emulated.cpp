@@ -123,11 +123,6 @@ void epilogue(const ops::qint::Requant& r, const std::vector<float>& bias, const
   else epilogue_typed(r, bias.data(), acc, Y.data<float>(), rows, channels, inner, pool);
 }
 
-// The bias in accumulator units, zeros where there is none.
-std::vector<float> bias_or_zeros(const ops::qint::Requant& r) {
-  return r.bias_acc.empty() ? std::vector<float>(r.scale.size(), 0.f) : r.bias_acc;
-}
-
 std::vector<float> float_codes(const Tensor& w) {
   std::vector<float> f(static_cast<size_t>(w.numel()));
   for (int64_t i = 0; i < w.numel(); ++i) f[static_cast<size_t>(i)] = w.data<int8_t>()[i];

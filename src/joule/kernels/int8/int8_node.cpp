@@ -48,21 +48,26 @@ std::string read_int8_params(const NodeView& v, int64_t channels, Int8Params* p)
                                   p->y_type, act.kind, act.p, &p->rq);
 }
 
-int max_abs_weight_code(const Int8Params& p) {
-  int m = 0;
+std::string saturating_pairs_reason(const Int8Params& p) {
+  if (p.x_type != DType::UInt8) return "int8 inputs (the pairs multiply unsigned codes)";
+  int wmax = 0;
   const int8_t* w = p.w->data<int8_t>();
-  for (int64_t i = 0; i < p.w->numel(); ++i) m = std::max(m, std::abs(static_cast<int>(w[i])));
-  return m;
+  for (int64_t i = 0; i < p.w->numel(); ++i) wmax = std::max(wmax, std::abs(static_cast<int>(w[i])));
+  if (wmax <= 64) return "";
+  return "weight codes reach " + std::to_string(wmax) + ", beyond +-64 (7-bit weights, as examples/quant/w7a8.yaml "
+         "makes, run exactly)";
 }
 
 std::string onednn_int8_inexact_reason(const Int8Params& p) {
   const std::string cpu = int8_inexact_reason();
   if (cpu.empty()) return "";
-  if (p.x_type != DType::UInt8) return cpu + " (this node's inputs are int8)";
-  const int wmax = max_abs_weight_code(p);
-  if (wmax <= 64) return "";
-  return cpu + " (this node's weight codes reach " + std::to_string(wmax) +
-         "; weights quantized with bits: 7, as in examples/quant/w7a8.yaml, run on oneDNN here)";
+  const std::string why = saturating_pairs_reason(p);
+  if (why.empty()) return "";
+  return cpu + " (this node: " + why + ")";
+}
+
+std::vector<float> bias_or_zeros(const ops::qint::Requant& r) {
+  return r.bias_acc.empty() ? std::vector<float>(r.scale.size(), 0.f) : r.bias_acc;
 }
 
 std::string read_qconv_problem(const NodeView& v, QConvProblem* p) {

@@ -32,8 +32,12 @@ std::string read_int8_params(const NodeView& v, int64_t channels, Int8Params* p)
 // first; exact therefore only for uint8 inputs and weight codes within +-64 (7 bits: a pair is at
 // most 2 * 255 * 64 = 32640 < 32767) — what weights quantized with `bits: 7` give.
 std::string onednn_int8_inexact_reason(const Int8Params& p);
-// The largest |code| of the node's weights.
-int max_abs_weight_code(const Int8Params& p);
+// "" when no u8 x s8 pair of the node's products can saturate a 16-bit lane (vpmaddubsw, what
+// oneDNN's kernels without VNNI and avx2_int8 add in): uint8 inputs and weight codes within +-64
+// (7 bits: 2 * 255 * 64 = 32640 < 32767); else why not. Scans the weights.
+std::string saturating_pairs_reason(const Int8Params& p);
+// The bias in accumulator units, zeros where the node has none.
+std::vector<float> bias_or_zeros(const ops::qint::Requant& r);
 
 // A QConv node: geometry and parameters, tensors as they are (N,H,W,C when channels_last).
 struct QConvProblem {

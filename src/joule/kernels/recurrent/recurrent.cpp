@@ -124,7 +124,7 @@ JOULE_AVX2_FMA void matvec1_panels_avx2(const float* h, int64_t K, const float* 
   }
 }
 
-// Rows 2-16 on AVX2 from the same panels: 4 (or the last 1-3) rows x 16 columns in registers,
+// Rows 1-16 on AVX2 from the same panels: 4 (or the last 2-3) rows x 16 columns in registers,
 // each panel's rows 256 bytes apart (LSTM-bi2 at batch 8: 6.9-7.2 / 4.4-4.7 -> 6.4-6.6 /
 // 4.3-4.5 ms per layer).
 template <int R>
@@ -163,7 +163,7 @@ JOULE_AVX2_FMA void matvec_rows_panels_avx2(const float* h, int64_t rows, int64_
   switch (rows - r) {
     case 3: matvec_rows_panels_block<3>(h + r * K, K, panels, N, out + r * out_ld, out_ld); break;
     case 2: matvec_rows_panels_block<2>(h + r * K, K, panels, N, out + r * out_ld, out_ld); break;
-    case 1: matvec_rows_panels_block<1>(h + r * K, K, panels, N, out + r * out_ld, out_ld); break;
+    case 1: matvec1_panels_avx2(h + r * K, K, panels, N, out + r * out_ld); break;  // 64 columns in flight
     default: break;
   }
 }
@@ -391,10 +391,11 @@ class RecurrentKernel final : public Kernel {
     for (int d = 0; d < s_.dirs; ++d)
       for (int64_t n = 0; n < GH_; ++n)
         for (int64_t k = 0; k < H_; ++k) rt_[static_cast<size_t>((d * H_ + k) * GH_ + n)] = R.data<float>()[(d * GH_ + n) * H_ + k];
-    // The same in panels of 64 columns for matvec1_panels_avx2 ([dirs][P][H][64]).
+    // The same in panels of 64 columns for matvec_rows_panels_avx2 ([dirs][P][H][64]), on the
+    // CPUs that use it (AVX2 without AVX-512).
     P_ = (GH_ + 63) / 64;
-    panels_.assign(static_cast<size_t>(s_.dirs * P_ * H_ * 64), 0.f);
-    for (int d = 0; d < s_.dirs; ++d)
+    if (!cpu_features().avx512 && cpu_features().avx2_fma) panels_.assign(static_cast<size_t>(s_.dirs * P_ * H_ * 64), 0.f);
+    for (int d = 0; d < s_.dirs && !panels_.empty(); ++d)
       for (int64_t k = 0; k < H_; ++k)
         for (int64_t n = 0; n < GH_; ++n)
           panels_[static_cast<size_t>(((d * P_ + n / 64) * H_ + k) * 64 + n % 64)] = rt_[static_cast<size_t>((d * H_ + k) * GH_ + n)];
@@ -472,7 +473,6 @@ class RecurrentKernel final : public Kernel {
     }
     const float* rt = rt_.data() + dir * H_ * GH_;
     const float* panels = panels_.data() + dir * P_ * H_ * 64;
-    const bool panel_rows = !cpu_features().avx512 && cpu_features().avx2_fma;
     const Activation* acts = &s_.act(dir, 0);
     const bool def = default_[static_cast<size_t>(dir)];
     const bool gru_two_phase = s_.kind == Kind::kGru && !s_.linear_before_reset;
@@ -484,9 +484,7 @@ class RecurrentKernel final : public Kernel {
     const auto matvec = cpu_features().avx512 ? &matvec_avx512 : cpu_features().avx2_fma ? &matvec_avx2 : &matvec_base;
     // h x R^T restricted to columns [n0, n0 + N) of R^T, for the rows in `in` (row stride K = H).
     auto product = [&](const float* in, int64_t n0, int64_t N, float* dst) {
-      if (panel_rows && rows == 1 && n0 % 64 == 0) {
-        matvec1_panels_avx2(in, H_, panels + n0 / 64 * H_ * 64, N, dst);
-      } else if (panel_rows && rows <= kMatvecRows && n0 % 64 == 0) {
+      if (!panels_.empty() && rows <= kMatvecRows && n0 % 64 == 0) {
         matvec_rows_panels_avx2(in, rows, H_, panels + n0 / 64 * H_ * 64, N, dst, GH_);
       } else if (rows <= kMatvecRows) {
         matvec(in, rows, H_, rt + n0, GH_, N, dst, GH_);
