@@ -6,6 +6,8 @@
 #   tools/gpu_check.sh conformance   the ONNX conformance suites on the GPU (pack: ONNX_DATA=1
 #                                    tools/gpu_pack.sh tests/test_onnx)
 #   tools/gpu_check.sh auto          test_cuda, then --algo auto against guess (a short check)
+#   tools/gpu_check.sh half          test_cuda, then --gpu-math fp16 / bf16: outputs against
+#                                    PyTorch FP32, latency against PyTorch FP16 / BF16 eager
 OUT=${OUT:-/tmp/gpu_out}
 mkdir -p "$OUT"
 exec > >(tee "$OUT/gpu_check.log") 2>&1
@@ -29,6 +31,32 @@ bench() {  # MODEL BATCH ARGS...: the median of joule bench
   timeout 120 $J bench $M/$m.onnx -i $M/${m}_in$b.npy --device cuda --runs 50 --warmup 10 --format json "$@" |
     python3 -c "import json,sys; l=json.load(sys.stdin)['latency_ms']; print('median %.3f ms  min %.3f  p90 %.3f  cv %.3f' % (l['median'], l['min'], l['p90'], l['cv']))"
 }
+if [ "$1" = half ]; then
+  step test_cuda
+  timeout 90 ./test_cuda --gtest_brief=1 --gtest_filter=-CudaCli.* 2>&1 | grep -v "^\[" | tail -40
+  step export
+  timeout 150 python3 ../tools/gpu_torch.py export $M 2>&1 | grep -v Warning
+  step plan
+  for math in fp16 bf16; do
+    timeout 60 $J info $M/vit_b_16.onnx --plan --device cuda --gpu-math $math --input-shape input=32,3,224,224 2>&1 | grep -E "^device|^algorithms|fallback|cpu" | head -8
+  done
+  step correctness
+  for math in fp32 fp16 bf16; do for m in resnet50 mobilenet_v2 vit_b_16; do for b in 1 32; do
+    timeout 60 $J run $M/$m.onnx -i $M/${m}_in$b.npy -o /tmp/jo_$math/${m}_b$b --device cuda --gpu-math $math 2>&1 >/dev/null | tail -3
+  done; done; echo "-- $math"; python3 ../tools/gpu_torch.py compare $M /tmp/jo_$math $math; done
+  step "fp16 with the first convolution and the classifier kept in float32 (--gpu-fp32)"
+  K=/conv1/Conv,/fc/Gemm
+  for b in 1 32; do timeout 60 $J run $M/resnet50.onnx -i $M/resnet50_in$b.npy -o /tmp/jo_keep/resnet50_b$b --device cuda --gpu-math fp16 --gpu-fp32 $K 2>&1 >/dev/null | tail -3; done
+  python3 ../tools/gpu_torch.py compare $M /tmp/jo_keep fp16 | grep resnet50
+  bench resnet50 32 --gpu-math fp16 --gpu-fp32 $K
+  step latency
+  for m in resnet50 mobilenet_v2 vit_b_16; do for b in 1 32; do for math in fp16 bf16; do bench $m $b --gpu-math $math; done; done; done
+  [ "$TORCH_TIMES" != 0 ] && timeout 150 python3 ../tools/gpu_torch.py time $M fp16,bf16
+  [ -n "$PROFILES" ] && for m in vit_b_16 mobilenet_v2; do
+    timeout 60 $J profile $M/$m.onnx -i $M/${m}_in32.npy --device cuda --gpu-math fp16 --runs 10 --top 12 2>&1 | sed -n '/^node/,/cover/p'
+  done
+  exit 0
+fi
 if [ "$1" = auto ]; then
   timeout 60 ./test_cuda --gtest_brief=1 --gtest_filter=-CudaCli.* 2>&1 | tail -4
   timeout 100 python3 ../tools/gpu_torch.py export $M 2>&1 | grep -v Warning

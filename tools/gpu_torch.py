@@ -4,10 +4,11 @@
 export DIR: ResNet-50, MobileNetV2 and ViT-B/16 (torchvision, seeded random weights, eval) to
   ONNX (opset 13, dynamic batch), seeded inputs at batch 1 and 32, and PyTorch's own FP32
   outputs on the GPU (TF32 off) for both batches.
-time DIR: PyTorch eager latency on the GPU per model and batch, FP32 (TF32 off), TF32 and FP16,
-  median of CUDA-event timings -> DIR/torch_times.json.
+time DIR [MATHS]: PyTorch eager latency on the GPU per model and batch, FP32 (TF32 off), TF32,
+  FP16 and BF16 (or the comma-separated MATHS), median of CUDA-event timings -> DIR/torch_times.json.
 compare DIR OUTDIR: joule's outputs (OUTDIR/<model>_b<batch>/*.npy) against PyTorch's.
 """
+import copy
 import json
 import os
 import sys
@@ -28,6 +29,19 @@ def build(name):
     if name == "vit_b_16":  # torchvision zero-initialises the head: every logit would be 0
         torch.nn.init.normal_(m.heads.head.weight, std=0.02)
         torch.nn.init.normal_(m.heads.head.bias, std=0.02)
+    # Freshly initialised BatchNorm statistics (mean 0, variance 1) do not normalise: MobileNetV2's
+    # activations then shrink layer by layer to logits of 3e-9, under float16's smallest number.
+    # The statistics of a few seeded batches (as training would leave them) keep every layer at
+    # the scale a trained network has.
+    if any(isinstance(x, torch.nn.BatchNorm2d) for x in m.modules()):
+        for x in m.modules():
+            if isinstance(x, torch.nn.BatchNorm2d):
+                x.momentum = None  # a plain average over the batches
+        m.train()
+        with torch.no_grad():
+            for i in range(4):
+                m(torch.randn(8, 3, 224, 224, generator=torch.Generator().manual_seed(100 + i)))
+        m.eval()
     return m
 
 
@@ -48,13 +62,16 @@ def export(d):
             np.save(f"{d}/{name}_in{b}.npy", x.numpy())
             with torch.no_grad():
                 np.save(f"{d}/{name}_torch{b}.npy", mc(x.cuda()).float().cpu().numpy())
+                for math, dt in (("fp16", torch.float16), ("bf16", torch.bfloat16)):  # PyTorch's own half precision
+                    mh = copy.deepcopy(mc).to(dt)  # (a round trip through half would round mc's weights)
+                    np.save(f"{d}/{name}_torch{b}_{math}.npy", mh(x.cuda().to(dt)).float().cpu().numpy())
         print(f"exported {name} in {time.time() - t0:.1f}s", flush=True)
 
 
 def time_model(m, x, runs=50, warmup=10):
     """Median ms of m(x) with x on the GPU (CUDA events), and of the whole trip from a numpy array
     in host memory to a numpy array of the outputs (wall clock), as joule's run and bench time it."""
-    host = x.cpu().numpy()
+    host = x.float().cpu().numpy()
     with torch.no_grad():
         for _ in range(warmup):
             m(x)
@@ -74,27 +91,34 @@ def time_model(m, x, runs=50, warmup=10):
     return float(np.median(ts)), float(np.median(e2e))
 
 
-def time_all(d):
+def time_all(d, maths="fp32,tf32,fp16,bf16"):
+    maths = maths.split(",")
     out = {"torch": torch.__version__, "gpu": torch.cuda.get_device_name(0), "cudnn": torch.backends.cudnn.version()}
     for name in MODELS:
         m = build(name).cuda()
         for b in BATCHES:
             x = torch.randn(b, 3, 224, 224).cuda()
-            torch.backends.cudnn.allow_tf32 = False
-            torch.backends.cuda.matmul.allow_tf32 = False
-            out[f"{name}_b{b}_fp32"] = time_model(m, x)
-            torch.backends.cudnn.allow_tf32 = True
-            torch.backends.cuda.matmul.allow_tf32 = True
-            out[f"{name}_b{b}_tf32"] = time_model(m, x)
-            out[f"{name}_b{b}_fp16"] = time_model(m.half(), x.half())
-            m.float()
+            for math in maths:
+                tf32 = math == "tf32"
+                torch.backends.cudnn.allow_tf32 = tf32
+                torch.backends.cuda.matmul.allow_tf32 = tf32
+                dt = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(math, torch.float32)
+                out[f"{name}_b{b}_{math}"] = time_model(copy.deepcopy(m).to(dt), x.to(dt))
         for k, v in out.items():
             if k.startswith(name):
                 print(f"torch {k}: on-GPU {v[0]:.3f} ms, numpy to numpy {v[1]:.3f} ms", flush=True)
     json.dump(out, open(f"{d}/torch_times.json", "w"), indent=1)
 
 
-def compare(d, outdir):
+def against(j, t):
+    rel = float(np.abs(j - t).max() / max(np.abs(t).max(), 1e-12))
+    sqnr = float(10 * np.log10((t ** 2).sum() / max(((j - t) ** 2).sum(), 1e-30)))
+    return f"max|diff|/max|fp32| = {rel:.2e}  SQNR {sqnr:.1f} dB  top1 agree {float((j.argmax(1) == t.argmax(1)).mean()):.3f}"
+
+
+def compare(d, outdir, math="fp32"):
+    """joule's outputs against PyTorch FP32 (and, for fp16/bf16, PyTorch's own half precision
+    against its FP32: how far the same arithmetic moves PyTorch)."""
     for name in MODELS:
         for b in BATCHES:
             p = f"{outdir}/{name}_b{b}/logits.npy"
@@ -102,12 +126,13 @@ def compare(d, outdir):
                 print(f"{name} b{b}: no joule output")
                 continue
             j, t = np.load(p), np.load(f"{d}/{name}_torch{b}.npy")
-            rel = float(np.abs(j - t).max() / max(np.abs(t).max(), 1e-12))
-            sqnr = float(10 * np.log10((t ** 2).sum() / max(((j - t) ** 2).sum(), 1e-30)))
-            print(f"{name} b{b}: max|joule-torch|/max|torch| = {rel:.2e}  SQNR {sqnr:.1f} dB  "
-                  f"top1 agree {float((j.argmax(1) == t.argmax(1)).mean()):.3f}", flush=True)
+            line = f"{name} b{b}: joule {math} vs torch fp32: {against(j, t)}"
+            th = f"{d}/{name}_torch{b}_{math}.npy"
+            if os.path.exists(th):
+                line += f" | torch {math} vs torch fp32: {against(np.load(th), t)}"
+            print(line, flush=True)
 
 
 if __name__ == "__main__":
-    {"export": lambda: export(sys.argv[2]), "time": lambda: time_all(sys.argv[2]),
-     "compare": lambda: compare(sys.argv[2], sys.argv[3])}[sys.argv[1]]()
+    {"export": lambda: export(sys.argv[2]), "time": lambda: time_all(*sys.argv[2:4]),
+     "compare": lambda: compare(*sys.argv[2:5])}[sys.argv[1]]()

@@ -8,6 +8,7 @@
 
 #include "graph_builder.h"
 #include "joule/cuda/backend.h"
+#include "joule/passes/infer_shapes.h"
 #include "joule/runtime/inputs.h"
 #include "joule/runtime/placement.h"
 #include "joule/runtime/session.h"
@@ -126,6 +127,101 @@ TEST(CudaPlacement, CopiesOnlyWhereValuesCross) {
   }
 }
 
+TEST(CudaPlacement, HalfPrecisionLowersGpuValuesAndTwinsTheirConstants) {
+  // x -> Relu(gpu) -> Sigmoid(cpu) -> Add(gpu, constant c) -> BatchNormalization(gpu) -> out;
+  // c is read by the CPU's Mul as well.
+  GraphBuilder b;
+  b.input("x", DType::Float32, {2, 3, 4, 4})
+      .init("c", testing::iota_tensor({2, 3, 4, 4}))
+      .init("s", Tensor::from_vector<float>({1, 2, 3}, {3}))
+      .init("sh", Tensor::from_vector<float>({0, 0, 0}, {3}))
+      .init("mean", Tensor::from_vector<float>({0, 1, 0}, {3}))
+      .init("var", Tensor::from_vector<float>({1, 1, 2}, {3}))
+      .node("Relu", {"x"}, {"r"})
+      .node("Sigmoid", {"r"}, {"sg"})
+      .node("Add", {"sg", "c"}, {"a"})
+      .node("BatchNormalization", {"a", "s", "sh", "mean", "var"}, {"out"})
+      .node("Neg", {"c"}, {"nc"})
+      .output("out")
+      .output("nc");
+  ir::Graph g = b.build();
+  passes::infer_shapes(g, {});
+  runtime::place_on_device(g, 0, [](const kernels::NodeView& v) {
+    const std::string& t = v.node.op_type;
+    if (t == "Sigmoid" || t == "Neg") return runtime::DeviceSupport{"cpu", {}};
+    return runtime::DeviceSupport{"", {}};
+  });
+  EXPECT_THROW(runtime::lower_gpu_floats(g, DType::Float32), Error);
+  // The copies of x and sg to the GPU, r, a, and out's GPU value: five values become float16.
+  EXPECT_EQ(runtime::lower_gpu_floats(g, DType::Float16), 5);
+  for (auto& n : g.nodes) {
+    const ir::TensorType* out = g.type_of(n->outputs[0]);
+    ASSERT_TRUE(out) << n->name;
+    if (n->op_type == "MemcpyToHost" || runtime::node_device(*n) < 0) {
+      EXPECT_EQ(out->dtype, DType::Float32) << n->name;  // host values stay float32
+    } else {
+      EXPECT_EQ(out->dtype, DType::Float16) << n->name;
+    }
+    if (n->op_type == "Add") {
+      ASSERT_EQ(n->inputs[1], "c@float16");
+      EXPECT_EQ(g.initializers.at("c@float16").dtype(), DType::Float16);
+      EXPECT_EQ(static_cast<float>(g.initializers.at("c@float16").data<Half>()[5]), 5.f);
+    }
+    if (n->op_type == "BatchNormalization") {
+      EXPECT_EQ(n->inputs[1], "s");  // statistics stay float32
+      EXPECT_EQ(n->inputs[4], "var");
+    }
+    if (n->op_type == "Neg") {
+      EXPECT_EQ(n->inputs[0], "c");  // the CPU reads the original
+    }
+  }
+  EXPECT_EQ(g.initializers.at("c").dtype(), DType::Float32);
+}
+
+TEST(CudaPlacement, NodesKeptInFloat32GetCastsWhereTheyMeetHalfValues) {
+  // x -> Relu -> Tanh (kept) -> Add(Tanh, Relu) -> out, all on the GPU.
+  GraphBuilder b;
+  b.input("x", DType::Float32, {2, 8})
+      .init("c", testing::iota_tensor({2, 8}))
+      .node("Relu", {"x"}, {"r"})
+      .node("Tanh", {"r"}, {"t"})
+      .node("Mul", {"t", "c"}, {"m"})
+      .node("Add", {"m", "r"}, {"out"})
+      .output("out");
+  ir::Graph g = b.build();
+  passes::infer_shapes(g, {});
+  std::string tanh, mul;
+  for (auto& n : g.nodes) {
+    if (n->op_type == "Tanh") tanh = n->name;
+    if (n->op_type == "Mul") mul = n->name;
+  }
+  runtime::place_on_device(g, 0, [](const kernels::NodeView&) { return runtime::DeviceSupport{"", {}}; });
+  EXPECT_THROW(runtime::lower_gpu_floats(g, DType::BFloat16, {tanh, "no_such_node"}), Error);
+  runtime::lower_gpu_floats(g, DType::BFloat16, {tanh, mul});
+  // Tanh reads r (bfloat16) through a Cast to float32; Add reads m (float32, kept) through a
+  // Cast to bfloat16; Mul reads the original float32 constant.
+  EXPECT_EQ(count_op(g, "Cast"), 2);
+  for (auto& n : g.nodes) {
+    const DType out = g.type_of(n->outputs[0])->dtype;
+    if (n->op_type == "Cast") {
+      EXPECT_EQ(runtime::node_device(*n), 0);
+      EXPECT_EQ(g.type_of(n->inputs[0])->dtype == DType::Float32 ? DType::BFloat16 : DType::Float32, out) << n->name;
+    }
+    if (n->op_type == "Tanh" || n->op_type == "Mul") {
+      EXPECT_EQ(out, DType::Float32);
+      EXPECT_EQ(g.type_of(n->inputs[0])->dtype, DType::Float32);
+    }
+    if (n->op_type == "Mul") {
+      EXPECT_EQ(n->inputs[1], "c");
+    }
+    if (n->op_type == "Add") {
+      EXPECT_EQ(out, DType::BFloat16);
+      for (auto& in : n->inputs) EXPECT_EQ(g.type_of(in)->dtype, DType::BFloat16) << in;
+    }
+  }
+  EXPECT_NO_THROW(g.topo_order());
+}
+
 TEST(CudaPlacement, ShapeReadsNeedNoCopy) {
   GraphBuilder b = testing::torch_flatten_graph();
   b.output("flat");
@@ -164,14 +260,16 @@ Tensor random_tensor(const Shape& s, uint32_t seed, float lo = -2.f, float hi = 
 
 // Runs `g` on the CPU's reference kernels and on GPU 0; every output must agree within `tol`
 // relative to the output's largest magnitude, and every node but the copies must be on the GPU
-// unless `cpu_nodes_ok`.
-void expect_same_on_gpu(const ir::Graph& g, const runtime::TensorMap& inputs, double tol = 1e-5, bool cpu_nodes_ok = false) {
+// unless `cpu_nodes_ok`. `math`: the session's --gpu-math.
+void expect_same_on_gpu(const ir::Graph& g, const runtime::TensorMap& inputs, double tol = 1e-5, bool cpu_nodes_ok = false,
+                        const std::string& math = "fp32") {
   runtime::SessionOptions cpu;
   cpu.threads = 1;
   cpu.algo.policy = "reference";
   runtime::Session ref(ir::Graph(g), cpu);
   runtime::SessionOptions gpu;
   gpu.device = 0;
+  gpu.gpu_math = math;
   runtime::Session dev(ir::Graph(g), gpu);
   for (size_t i = 0; i < dev.num_steps() && !cpu_nodes_ok; ++i) {
     EXPECT_EQ(runtime::node_device(dev.step_node(i)), 0)
@@ -184,18 +282,24 @@ void expect_same_on_gpu(const ir::Graph& g, const runtime::TensorMap& inputs, do
       const Tensor& o = got.at(name);
       ASSERT_TRUE(o.on_host()) << name;
       ASSERT_EQ(o.shape(), w.shape()) << name;
+      ASSERT_EQ(o.dtype(), w.dtype()) << name;
       if (w.dtype() != DType::Float32) continue;
       double scale = 1e-6, err = 0;
       for (int64_t i = 0; i < w.numel(); ++i) scale = std::max(scale, std::fabs(static_cast<double>(w.data<float>()[i])));
       for (int64_t i = 0; i < w.numel(); ++i)
         err = std::max(err, std::fabs(static_cast<double>(w.data<float>()[i]) - o.data<float>()[i]));
-      EXPECT_LE(err / scale, tol) << name << " of " << g.nodes.front()->op_type;
+      EXPECT_LE(err / scale, tol) << name << " of " << g.nodes.front()->op_type << " in " << math;
     }
   }
 }
 
+// The --gpu-math of one_node's runs, and its tolerance (float32: 1e-5).
+std::string g_math = "fp32";
+double g_tol = 1e-5;
+
 void one_node(const std::string& op, const std::vector<Shape>& ins, std::map<std::string, ir::Attribute> attrs = {},
               std::vector<Tensor> constants = {}, double tol = 1e-5) {
+  if (g_math != "fp32") tol = std::max(tol, g_tol);
   GraphBuilder b;
   std::vector<std::string> names;
   runtime::TensorMap feed;
@@ -212,7 +316,7 @@ void one_node(const std::string& op, const std::vector<Shape>& ins, std::map<std
   }
   b.node(op, names, {"y"}, std::move(attrs)).output("y");
   SCOPED_TRACE(op);
-  expect_same_on_gpu(b.build(), feed, tol);
+  expect_same_on_gpu(b.build(), feed, tol, false, g_math);
 }
 
 TEST(CudaKernels, UnaryAndBinaryMatchTheReference) {
@@ -230,6 +334,10 @@ TEST(CudaKernels, UnaryAndBinaryMatchTheReference) {
   }
   one_node("Pow", {{3, 4}, {3, 4}});
   one_node("Add", {{2, 3, 4, 5}}, {}, {random_tensor({4, 1}, 3)});
+  // 16-byte packs: aligned, a multiple of the pack; one operand a single value.
+  one_node("Gelu", {{4, 64}});
+  one_node("Mul", {{4, 64}}, {}, {Tensor::scalar<float>(0.125f)});
+  one_node("Sub", {{4, 64}, {4, 64}});
 }
 
 TEST(CudaKernels, ConvAlgorithmsMatchTheReference) {
@@ -309,10 +417,10 @@ TEST(CudaKernels, FusedConvEpiloguesMatchTheReference) {
   }
 }
 
-TEST(CudaKernels, GemmMatMulPoolNormMovementMatchTheReference) {
-  if (!have_gpu()) GTEST_SKIP() << "no GPU";
+void gemm_pool_norm_movement_cases() {
   one_node("Gemm", {{5, 7}}, {{"transB", int64_t{1}}}, {random_tensor({9, 7}, 1), random_tensor({9}, 2)});
   one_node("Gemm", {{7, 5}}, {{"transA", int64_t{1}}, {"alpha", 0.5f}}, {random_tensor({7, 9}, 1), random_tensor({5, 9}, 2)});
+  one_node("Gemm", {{5, 7}}, {{"transB", int64_t{1}}}, {random_tensor({16, 7}, 1), random_tensor({16}, 2)});  // bias in packs
   one_node("MatMul", {{2, 3, 5, 7}, {2, 3, 7, 4}});
   one_node("MatMul", {{2, 3, 5, 7}}, {}, {random_tensor({7, 4}, 3)});
   one_node("MatMul", {{5, 7}, {3, 7, 4}});
@@ -326,8 +434,12 @@ TEST(CudaKernels, GemmMatMulPoolNormMovementMatchTheReference) {
   one_node("Softmax", {{3, 4, 50}});
   one_node("Softmax", {{3, 4, 50}}, {{"axis", int64_t{1}}});
   one_node("LogSoftmax", {{6, 700}});
+  one_node("Softmax", {{2, 5000}});  // a block per row
   one_node("LayerNormalization", {{2, 7, 96}}, {{"epsilon", 1e-5f}}, {random_tensor({96}, 4), random_tensor({96}, 5)});
+  one_node("LayerNormalization", {{3, 5000}}, {{"epsilon", 1e-5f}}, {random_tensor({5000}, 4), random_tensor({5000}, 5)});
   one_node("BatchNormalization", {{2, 4, 5, 5}}, {},
+           {random_tensor({4}, 1), random_tensor({4}, 2), random_tensor({4}, 3), random_tensor({4}, 4, 0.5f, 2.f)});
+  one_node("BatchNormalization", {{2, 4, 4, 4}}, {},
            {random_tensor({4}, 1), random_tensor({4}, 2), random_tensor({4}, 3), random_tensor({4}, 4, 0.5f, 2.f)});
   one_node("Transpose", {{2, 3, 4, 5}}, {{"perm", std::vector<int64_t>{0, 2, 3, 1}}});
   one_node("Transpose", {{2, 3, 4, 8}}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});  // rows of 16-byte words
@@ -339,6 +451,84 @@ TEST(CudaKernels, GemmMatMulPoolNormMovementMatchTheReference) {
   one_node("Expand", {{3, 1, 5}}, {}, {Tensor::from_vector<int64_t>({2, 3, 4, 5}, {4})});
   one_node("Reshape", {{2, 3, 4}}, {}, {Tensor::from_vector<int64_t>({6, -1}, {2})});
   one_node("Gather", {{5, 6, 7}}, {{"axis", int64_t{1}}}, {Tensor::from_vector<int64_t>({0, -1, 3}, {3})});
+  one_node("Gather", {{3, 5, 16}}, {{"axis", int64_t{1}}}, {Tensor::from_vector<int64_t>({4, -5}, {2})});  // rows as 16-byte words
+}
+
+TEST(CudaKernels, GemmMatMulPoolNormMovementMatchTheReference) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU";
+  gemm_pool_norm_movement_cases();
+}
+
+// --gpu-math fp16 / bf16: the same kernels on half-precision activations (weights converted
+// once, float32 accumulation) within the rounding of the half type: float16 keeps 11 bits
+// (relative step 9.8e-4), bfloat16 8 (7.8e-3); a value is rounded on each node's input and output.
+TEST(CudaKernels, HalfPrecisionMatchesTheReferenceWithinItsRounding) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU";
+  for (auto [math, tol] : {std::pair<const char*, double>{"fp16", 6e-3}, {"bf16", 4e-2}}) {
+    SCOPED_TRACE(math);
+    g_math = math;
+    g_tol = tol;
+    for (const char* op : {"Relu", "Sigmoid", "Tanh", "Exp", "Erf", "HardSwish", "Gelu"}) one_node(op, {{3, 5, 7}});
+    one_node("Clip", {{4, 9}}, {}, {Tensor::scalar<float>(-0.5f), Tensor::scalar<float>(0.7f)});
+    for (const char* op : {"Add", "Mul", "Max"}) one_node(op, {{2, 3, 4, 5}, {3, 1, 5}});
+    one_node("Add", {{2, 3, 4, 5}}, {}, {random_tensor({4, 1}, 3)});
+    one_node("Gelu", {{4, 64}});
+    one_node("Mul", {{4, 64}}, {}, {Tensor::scalar<float>(0.125f)});
+    one_node("Sub", {{4, 64}, {4, 64}});
+    gemm_pool_norm_movement_cases();
+    // Convolutions through cuDNN in the half type, and the depthwise kernel, with epilogues.
+    one_node("Conv", {{2, 8, 12, 12}}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}},
+             {random_tensor({16, 8, 3, 3}, 4, -0.3f, 0.3f), random_tensor({16}, 5)});
+    one_node("Conv", {{2, 8, 12, 12}}, {{"group", int64_t{8}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}},
+             {random_tensor({8, 1, 3, 3}, 6), random_tensor({8}, 7)});
+  }
+  g_math = "fp32";
+}
+
+// A half-precision plan with a CPU node in the middle: the copies convert (float32 on the host,
+// half on the GPU), the graph output comes back float32.
+TEST(CudaSession, HalfPrecisionPlansConvertAtTheCopies) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU";
+  GraphBuilder b;
+  b.input("x", DType::Float32, {2, 3, 8, 8})
+      .init("scales", Tensor::from_vector<float>({1, 1, 2, 2}, {4}))
+      .init("w", random_tensor({4, 3, 3, 3}, 3, -0.5f, 0.5f))
+      .init("fc", random_tensor({4, 5}, 4))
+      .node("Relu", {"x"}, {"r"})
+      .node("Resize", {"r", "", "scales"}, {"u"}, {{"mode", std::string("nearest")}})
+      .node("Conv", {"u", "w"}, {"c"}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}})
+      .node("GlobalAveragePool", {"c"}, {"p"})
+      .node("Flatten", {"p"}, {"f"})
+      .node("MatMul", {"f", "fc"}, {"m"})
+      .node("Softmax", {"m"}, {"y"})
+      .output("y")
+      .output("c");
+  const ir::Graph g = b.build();
+  runtime::TensorMap feed{{"x", random_tensor({2, 3, 8, 8}, 1)}};
+  expect_same_on_gpu(g, feed, 6e-3, true, "fp16");
+  expect_same_on_gpu(g, feed, 4e-2, true, "bf16");
+  // The convolution kept in float32: casts around it, the same results.
+  std::string conv;
+  for (auto& n : g.nodes)
+    if (n->op_type == "Conv") conv = n->name;
+  runtime::SessionOptions so;
+  so.device = 0;
+  so.gpu_math = "bf16";
+  so.gpu_fp32 = {conv};
+  runtime::Session s(ir::Graph(g), so);
+  int casts = 0;
+  for (size_t i = 0; i < s.num_steps(); ++i) casts += s.step_node(i).op_type == "Cast";
+  EXPECT_EQ(casts, 2);
+  runtime::SessionOptions cpu;
+  cpu.algo.policy = "reference";
+  const Tensor want = runtime::Session(ir::Graph(g), cpu).run(feed).at("c");
+  const Tensor got = s.run(feed).at("c");
+  double err = 0, scale = 1e-6;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    scale = std::max(scale, static_cast<double>(std::fabs(want.data<float>()[i])));
+    err = std::max(err, static_cast<double>(std::fabs(want.data<float>()[i] - got.data<float>()[i])));
+  }
+  EXPECT_LE(err / scale, 1e-2);  // only the input's bfloat16 rounding (Relu in bf16) remains
 }
 
 TEST(CudaSession, MixedPlansWithCpuFallbackAndTiming) {

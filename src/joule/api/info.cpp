@@ -37,6 +37,7 @@ nlohmann::json info(const Model& model, const InfoOptions& o) {
     po.algo = o.algo;
     po.device = o.device;
     po.gpu_math = o.gpu_math;
+    po.gpu_fp32 = o.gpu_fp32;
     po.precision = o.precision;
     po.bf16_min_sqnr_db = o.bf16_min_sqnr_db;
     const Prepared p = prepare(model.with_input_shapes(o.input_shapes), po);

@@ -98,6 +98,7 @@ Prepared prepare(ir::Graph g, const PrepareOptions& o) {
   so.plan_only = o.plan_only;
   so.device = cuda::parse_device(o.device);
   so.gpu_math = o.gpu_math;
+  so.gpu_fp32 = o.gpu_fp32;
   int8_algorithms(o.int8, so.algo);  // apply_passes lowers the QDQ patterns
   precision_algorithms(o.precision, so.algo);
   Prepared p;

@@ -44,6 +44,7 @@ ProfileReport profile(const Model& m, const ProfileOptions& o, const Hooks& hook
   opt.algo = o.algo.spec();
   opt.device = cuda::parse_device(o.device);
   opt.gpu_math = o.gpu_math;
+  opt.gpu_fp32 = o.gpu_fp32;
   apply_int8_mode(o.int8, opt.passes, opt.algo);
   ProfileReport r;
   if (o.precision == "bf16" && o.bf16_min_sqnr_db > 0) {  // the ladder, once, at the given shapes

@@ -106,7 +106,7 @@ Action add_info(CLI::App& app) {
   app.add_option("--threads", a->opt.threads, "threads the plan is made for (--plan; default: all cores)")
       ->check(CLI::NonNegativeNumber);
   add_algo_options(app, a->opt.algo);
-  add_device_options(app, a->opt.device, a->opt.gpu_math);
+  add_device_options(app, a->opt.device, a->opt.gpu_math, a->opt.gpu_fp32);
   add_precision_options(app, a->opt.precision, a->opt.bf16_min_sqnr_db);
   return [a] {
     a->opt.input_shapes = a->shapes.parse();

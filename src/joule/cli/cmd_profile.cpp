@@ -58,7 +58,7 @@ Action add_profile(CLI::App& app) {
   add_int8_option(app, o.int8);
   add_precision_options(app, o.precision, o.bf16_min_sqnr_db);
   add_algo_options(app, o.algo);
-  add_device_options(app, o.device, o.gpu_math);
+  add_device_options(app, o.device, o.gpu_math, o.gpu_fp32);
   app.add_option("--algo-sweep", o.algo_sweep,
                  "profile one point per --algo value, e.g. \"conv=winograd;conv=onednn;auto\" (';'-separated)")
       ->delimiter(';');

@@ -73,19 +73,25 @@ void add_threads_option(CLI::App& app, int& threads) {
       ->capture_default_str();
 }
 
-void add_device_options(CLI::App& app, std::string& device, std::string& gpu_math) {
+void add_device_options(CLI::App& app, std::string& device, std::string& gpu_math, std::vector<std::string>& gpu_fp32) {
   app.add_option("--device", device,
                  "cpu, cuda or cuda:N: nodes a GPU kernel runs go to that GPU, the rest stay on the CPU with explicit "
                  "copies (joule devices lists the GPUs)")
       ->capture_default_str();
-  app.add_option("--gpu-math", gpu_math, "GPU Conv/MatMul/Gemm arithmetic: fp32 (no tensor cores) or tf32")
-      ->check(CLI::IsMember({"fp32", "tf32"}))
+  app.add_option("--gpu-math", gpu_math,
+                 "GPU arithmetic: fp32 (no tensor cores), tf32 (Conv/MatMul/Gemm on tensor cores), fp16 or bf16 (every "
+                 "GPU activation stored in half precision, tensor cores accumulating in float32; results float32)")
+      ->check(CLI::IsMember({"fp32", "tf32", "fp16", "bf16"}))
       ->capture_default_str();
+  app.add_option("--gpu-fp32", gpu_fp32,
+                 "with --gpu-math fp16|bf16: GPU nodes kept in float32 (names, comma-separated; e.g. the layers joule "
+                 "automp keeps at fp32), cast where their values meet half ones")
+      ->delimiter(',');
 }
 
 void add_prepare_options(CLI::App& app, api::PrepareOptions& o, const std::string& passes_help) {
   add_threads_option(app, o.threads);
-  add_device_options(app, o.device, o.gpu_math);
+  add_device_options(app, o.device, o.gpu_math, o.gpu_fp32);
   app.add_option("--passes", o.passes, passes_help)->capture_default_str();
   add_int8_option(app, o.int8);
   add_precision_options(app, o.precision, o.bf16_min_sqnr_db);

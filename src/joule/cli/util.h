@@ -25,8 +25,8 @@ void add_int8_option(CLI::App& app, std::string& mode);
 void add_precision_options(CLI::App& app, std::string& precision, double& min_sqnr_db);
 // --algo / --algo-file / --tuning-cache.
 void add_algo_options(CLI::App& app, api::AlgoOptions& o);
-// --device cpu|cuda[:N] and --gpu-math fp32|tf32.
-void add_device_options(CLI::App& app, std::string& device, std::string& gpu_math);
+// --device cpu|cuda[:N] and --gpu-math fp32|tf32|fp16|bf16.
+void add_device_options(CLI::App& app, std::string& device, std::string& gpu_math, std::vector<std::string>& gpu_fp32);
 // --threads N (0: every core).
 void add_threads_option(CLI::App& app, int& threads);
 // --threads / --passes / --int8 / --algo...: how a model is prepared to run.

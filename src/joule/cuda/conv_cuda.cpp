@@ -35,7 +35,17 @@ struct ConvDesc {
   ConvDesc& operator=(const ConvDesc&) = delete;
 };
 
-bool tf32_of(const ir::Node& n) { return n.meta.contains("gpu_math") && n.meta["gpu_math"] == "tf32"; }
+// The type cuDNN computes the node in: its input's, or the half type --gpu-math asks for while
+// the graph is still float32 (placement asks before lower_gpu_floats converts it).
+DType conv_dtype(const kernels::NodeView& v) {
+  const DType t = v.in_types[0]->dtype;
+  if (t != DType::Float32) return t;
+  const std::string m = gpu_math_of(v.node);
+  return m == "fp16" ? DType::Float16 : m == "bf16" ? DType::BFloat16 : t;
+}
+cudnnDataType_t cudnn_type(DType t) {
+  return t == DType::Float16 ? CUDNN_DATA_HALF : t == DType::BFloat16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+}
 
 
 // The descriptors of node v, or null with `why` set.
@@ -50,8 +60,8 @@ std::unique_ptr<ConvDesc> describe(const kernels::NodeView& v, std::string* why)
     return nullptr;
   }
   const Shape xs = v.in_types[0]->static_shape(), ws = v.in_types[1]->static_shape(), ys = v.out_types[0]->static_shape();
-  if (v.in_types[0]->dtype != DType::Float32 || v.in_types[1]->dtype != DType::Float32) {
-    *why = "float32 only";
+  if (std::string r = same_float(v, {0, 1, 2, 3}); !r.empty()) {
+    *why = r;
     return nullptr;
   }
   if (xs.size() != 4 && xs.size() != 3) {
@@ -86,20 +96,24 @@ std::unique_ptr<ConvDesc> describe(const kernels::NodeView& v, std::string* why)
   const auto x4 = d4(xs), w4 = d4(ws), y4 = d4(ys);
   auto d = std::make_unique<ConvDesc>();
   const int groups = static_cast<int>(n.attr_int("group", 1));
-  check(cudnnSetTensor4dDescriptor(d->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, x4[0], x4[1], x4[2], x4[3]), "x descriptor");
-  check(cudnnSetFilter4dDescriptor(d->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, w4[0], w4[1], w4[2], w4[3]), "w descriptor");
+  const DType dt = conv_dtype(v);
+  const cudnnDataType_t ct = cudnn_type(dt);
+  check(cudnnSetTensor4dDescriptor(d->x, CUDNN_TENSOR_NCHW, ct, x4[0], x4[1], x4[2], x4[3]), "x descriptor");
+  check(cudnnSetFilter4dDescriptor(d->w, ct, CUDNN_TENSOR_NCHW, w4[0], w4[1], w4[2], w4[3]), "w descriptor");
+  // Half types accumulate in float32 (cuDNN's PSEUDO_HALF / BFLOAT16 configurations).
   check(cudnnSetConvolution2dDescriptor(d->conv, pads[0], pads[1], strides[0], strides[1], dil[0], dil[1],
                                         CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
         "conv descriptor");
   check(cudnnSetConvolutionGroupCount(d->conv, groups), "group count");
-  check(cudnnSetConvolutionMathType(d->conv, tf32_of(n) ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH), "math type");
+  const bool tensor_cores = dt != DType::Float32 || gpu_math_of(n) == "tf32";
+  check(cudnnSetConvolutionMathType(d->conv, tensor_cores ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH), "math type");
   int o[4];
   check(cudnnGetConvolution2dForwardOutputDim(d->conv, d->x, d->w, &o[0], &o[1], &o[2], &o[3]), "output dims");
   if (o[0] != y4[0] || o[1] != y4[1] || o[2] != y4[2] || o[3] != y4[3]) {
     *why = "cuDNN's output shape differs from the planned " + shape_str(ys);
     return nullptr;
   }
-  check(cudnnSetTensor4dDescriptor(d->y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, y4[0], y4[1], y4[2], y4[3]), "y descriptor");
+  check(cudnnSetTensor4dDescriptor(d->y, CUDNN_TENSOR_NCHW, ct, y4[0], y4[1], y4[2], y4[3]), "y descriptor");
   d->channels = y4[1];
   d->inner = static_cast<int64_t>(y4[2]) * y4[3];
   d->y_numel = shape_numel(ys);
@@ -126,10 +140,13 @@ class ConvKernel : public GpuKernel {
     check(cudnnConvolutionForward(ctx_->dnn, &one, d_->x, x.raw(), d_->w, w.raw(), d_->conv, algo_, ws, ws_, &zero, d_->y, y.raw()),
           "cudnnConvolutionForward");
     if (has_bias_ || has_z_ || act_ != k::Act::None)
-      k::epilogue(ptr<float>(y), has_bias_ ? ptr<float>(in(k, 2)) : nullptr, has_z_ ? ptr<float>(in(k, 3)) : nullptr,
-                  d_->y_numel, d_->channels, d_->inner, act_, pa_, pb_, stream());
+      k::epilogue(y.raw(), has_bias_ ? in(k, 2).raw() : nullptr, has_z_ ? in(k, 3).raw() : nullptr, d_->y_numel, d_->channels,
+                  d_->inner, act_, pa_, pb_, elt_, stream());
   }
-  std::string detail() const override { return "cuDNN " + std::string(tf32_ ? "tf32" : "fp32") + ", workspace " + std::to_string(ws_ >> 10) + " KB"; }
+  std::string detail() const override {
+    const char* math = elt_ == k::Elt::F16 ? "fp16" : elt_ == k::Elt::BF16 ? "bf16" : tf32_ ? "tf32" : "fp32";
+    return "cuDNN " + std::string(math) + ", workspace " + std::to_string(ws_ >> 10) + " KB";
+  }
 
  private:
   cudnnConvolutionFwdAlgo_t algo_;
@@ -200,7 +217,7 @@ std::string depthwise_plan(const kernels::NodeView& v, k::Depthwise* p) {
   if (v.device < 0) return "GPU nodes only";
   if (n.attr_int("channels_last", 0) != 0) return "channels_last layout";
   if (std::string r = static_shapes(v, {}); !r.empty()) return r;
-  if (v.in_types[0]->dtype != DType::Float32 || v.in_types[1]->dtype != DType::Float32) return "float32 only";
+  if (std::string r = same_float(v, {0, 1, 2, 3}); !r.empty()) return r;
   const Shape xs = v.in_types[0]->static_shape(), ws = v.in_types[1]->static_shape(), ys = v.out_types[0]->static_shape();
   if (xs.size() != 4) return "2-D convolutions only";
   const int64_t group = n.attr_int("group", 1);
@@ -227,8 +244,8 @@ class DepthwiseKernel : public GpuKernel {
   }
   void run(ops::KernelContext& k) const override {
     Tensor& y = out(k, 0);
-    k::depthwise(ptr<float>(in(k, 0)), ptr<float>(in(k, 1)), has_bias_ ? ptr<float>(in(k, 2)) : nullptr,
-                 has_z_ ? ptr<float>(in(k, 3)) : nullptr, ptr<float>(y), p_, act_, pa_, pb_, stream());
+    k::depthwise(in(k, 0).raw(), in(k, 1).raw(), has_bias_ ? in(k, 2).raw() : nullptr, has_z_ ? in(k, 3).raw() : nullptr, y.raw(), p_,
+                 act_, pa_, pb_, elt_, stream());
   }
   std::string detail() const override { return "joule direct depthwise kernel, epilogue fused"; }
 

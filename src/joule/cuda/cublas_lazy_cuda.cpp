@@ -76,4 +76,28 @@ cublasStatus_t CUBLASWINAPI cublasSgemmStridedBatched(cublasHandle_t handle, cub
   return f(handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC, batchCount);
 }
 
+cublasStatus_t CUBLASWINAPI cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k,
+                                         const void* alpha, const void* A, cudaDataType Atype, int lda, const void* B,
+                                         cudaDataType Btype, int ldb, const void* beta, void* C, cudaDataType Ctype, int ldc,
+                                         cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
+  static const auto f = resolve<cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*,
+                                                   const void*, cudaDataType, int, const void*, cudaDataType, int, const void*, void*,
+                                                   cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t)>("cublasGemmEx");
+  return f(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc, computeType, algo);
+}
+cublasStatus_t CUBLASWINAPI cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
+                                                       int m, int n, int k, const void* alpha, const void* A, cudaDataType Atype,
+                                                       int lda, long long int strideA, const void* B, cudaDataType Btype, int ldb,
+                                                       long long int strideB, const void* beta, void* C, cudaDataType Ctype, int ldc,
+                                                       long long int strideC, int batchCount, cublasComputeType_t computeType,
+                                                       cublasGemmAlgo_t algo) {
+  static const auto f =
+      resolve<cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*, const void*,
+                                 cudaDataType, int, long long int, const void*, cudaDataType, int, long long int, const void*, void*,
+                                 cudaDataType, int, long long int, int, cublasComputeType_t, cublasGemmAlgo_t)>(
+          "cublasGemmStridedBatchedEx");
+  return f(handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb, strideB, beta, C, Ctype, ldc, strideC,
+           batchCount, computeType, algo);
+}
+
 }  // extern "C"

@@ -26,7 +26,16 @@ class GpuKernel : public kernels::Kernel {
   std::vector<DType> out_dtypes_;
   std::vector<Shape> in_shapes_;
   bool tf32_ = false;  // the node's gpu_math allows TF32 tensor cores
+  k::Elt elt_ = k::Elt::F32;  // the storage type of its float activations (its first float output's)
 };
+
+// The storage type of a float dtype (F32 for any other).
+k::Elt elt_of(DType t);
+// The GPU arithmetic a node asked for (meta "gpu_math": fp32, tf32, fp16, bf16; fp32 when unset).
+std::string gpu_math_of(const ir::Node& n);
+// "" when inputs `inputs` (those present) and every output of `v` are tensors of one float
+// dtype (float32, float16 or bfloat16): else why not.
+std::string same_float(const kernels::NodeView& v, std::initializer_list<size_t> inputs);
 
 // The activation a FusedConv / FusedMatMul applies in its epilogue (None for other nodes), with
 // its parameters; false for one the epilogue kernel lacks.

@@ -1,9 +1,14 @@
 // joule's own CUDA kernels: fused epilogues, elementwise math with broadcasting, strided copies
 // (transpose, slice, concat, expand), gather, reductions, softmax, layer norm and pooling.
 // Grid-stride loops over 64-bit indices; one warp per row where a row is reduced (softmax,
-// layer norm, reductions over contiguous rows), a block-wide tree otherwise.
+// layer norm, reductions over contiguous rows), a block-wide tree otherwise. Every kernel that
+// reads activations is a template over their storage type T (float, __half, __nv_bfloat16):
+// loaded to float (f32), computed in float, rounded once when stored (to<T>).
 #include <cfloat>
 #include <cmath>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include "joule/cuda/kernels.h"
 
@@ -11,6 +16,38 @@ namespace joule::cuda::k {
 namespace {
 
 constexpr int kThreads = 256;
+
+__device__ __forceinline__ float f32(float v) { return v; }
+__device__ __forceinline__ float f32(__half v) { return __half2float(v); }
+__device__ __forceinline__ float f32(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <class T>
+__device__ __forceinline__ T to(float v);
+template <>
+__device__ __forceinline__ float to<float>(float v) { return v; }
+template <>
+__device__ __forceinline__ __half to<__half>(float v) { return __float2half_rn(v); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 to<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+// 16 bytes of T, loaded and stored whole (4 floats, 8 halves) where every pointer of a launch is
+// 16-byte aligned and the elements divide: elementwise kernels are bound by memory, and one
+// 2-byte access per thread leaves most of it idle.
+template <class T>
+struct alignas(16) Pack {
+  static constexpr int kN = 16 / sizeof(T);
+  T v[kN];
+};
+inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// f(T{}) with T the storage type of `e` (host side: picks the template instance to launch).
+template <class F>
+void by_elt(Elt e, F&& f) {
+  switch (e) {
+    case Elt::F16: f(__half{}); break;
+    case Elt::BF16: f(__nv_bfloat16{}); break;
+    default: f(float{}); break;
+  }
+}
 
 inline unsigned blocks_for(int64_t n) {
   const int64_t b = (n + kThreads - 1) / kThreads;
@@ -52,30 +89,87 @@ __device__ __forceinline__ float apply(Act act, float v, float a, float b) {
   return v;
 }
 
-__global__ void epilogue_k(float* y, const float* bias, const float* z, int64_t n, int64_t channels, int64_t inner,
-                           Act act, float a, float b) {
+template <class T>
+__global__ void epilogue_k(T* y, const T* bias, const T* z, int64_t n, int64_t channels, int64_t inner, Act act, float a,
+                           float b) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    float v = y[i];
-    if (bias) v += bias[(i / inner) % channels];
-    if (z) v += z[i];
-    y[i] = apply(act, v, a, b);
+    float v = f32(y[i]);
+    if (bias) v += f32(bias[(i / inner) % channels]);
+    if (z) v += f32(z[i]);
+    y[i] = to<T>(apply(act, v, a, b));
   }
 }
 
-__global__ void affine_k(const float* x, float* y, const float* scale, const float* shift, int64_t n, int64_t channels,
+template <class T>
+__global__ void affine_k(const T* x, T* y, const float* scale, const float* shift, int64_t n, int64_t channels,
                          int64_t inner) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t c = (i / inner) % channels;
-    y[i] = x[i] * scale[c] + shift[c];
+    y[i] = to<T>(f32(x[i]) * scale[c] + shift[c]);
   }
 }
 
-__global__ void unary_k(const float* x, float* y, int64_t n, Act act, float a, float b) {
+template <class T>
+__global__ void unary_k(const T* x, T* y, int64_t n, Act act, float a, float b) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    y[i] = apply(act, x[i], a, b);
+    y[i] = to<T>(apply(act, f32(x[i]), a, b));
+}
+
+// Packs of elements [i * kN, (i + 1) * kN); `bias` is per channel: with inner == 1 the pack's
+// channels are consecutive (channels divide by kN), else one channel for the pack (inner divides).
+template <class T, class I>
+__global__ void epilogue_pack_k(Pack<T>* y, const T* bias, const Pack<T>* z, I packs, I channels, I inner, Act act, float a,
+                                float b) {
+  constexpr int kN = Pack<T>::kN;
+  for (I i = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; i < packs; i += static_cast<I>(gridDim.x) * blockDim.x) {
+    Pack<T> v = y[i];
+    Pack<T> zz;
+    if (z) zz = z[i];
+    const I first = i * kN;
+    const I c0 = inner == 1 ? first % channels : (first / inner) % channels;
+#pragma unroll
+    for (int j = 0; j < kN; ++j) {
+      float f = f32(v.v[j]);
+      if (bias) f += f32(bias[inner == 1 ? c0 + j : c0]);
+      if (z) f += f32(zz.v[j]);
+      v.v[j] = to<T>(apply(act, f, a, b));
+    }
+    y[i] = v;
+  }
+}
+
+template <class T>
+__global__ void unary_pack_k(const Pack<T>* x, Pack<T>* y, int64_t packs, Act act, float a, float b) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < packs;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    Pack<T> v = x[i];
+#pragma unroll
+    for (int j = 0; j < Pack<T>::kN; ++j) v.v[j] = to<T>(apply(act, f32(v.v[j]), a, b));
+    y[i] = v;
+  }
+}
+
+template <class T, class I>
+__global__ void affine_pack_k(const Pack<T>* x, Pack<T>* y, const float* scale, const float* shift, I packs, I channels,
+                              I inner) {
+  for (I i = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; i < packs; i += static_cast<I>(gridDim.x) * blockDim.x) {
+    const I c = (i * Pack<T>::kN / inner) % channels;
+    const float k = scale[c], m = shift[c];
+    Pack<T> v = x[i];
+#pragma unroll
+    for (int j = 0; j < Pack<T>::kN; ++j) v.v[j] = to<T>(f32(v.v[j]) * k + m);
+    y[i] = v;
+  }
+}
+
+template <class Ti, class To>
+__global__ void cast_k(const Ti* x, To* y, int64_t n) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    y[i] = to<To>(f32(x[i]));
 }
 
 __device__ __forceinline__ float bin(Bin op, float x, float y) {
@@ -92,15 +186,33 @@ __device__ __forceinline__ float bin(Bin op, float x, float y) {
   return x;
 }
 
-__global__ void binary_flat_k(const float* a, const float* b, float* y, int64_t n, Bin op) {
+template <class T>
+__global__ void binary_flat_k(const T* a, const T* b, T* y, int64_t n, Bin op) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    y[i] = bin(op, a[i], b[i]);
+    y[i] = to<T>(bin(op, f32(a[i]), f32(b[i])));
+}
+// Same-shape operands in packs, or one of them a single value (`scalar`: 1 a, 2 b).
+template <class T>
+__global__ void binary_pack_k(const T* a, const T* b, Pack<T>* y, int64_t packs, Bin op, int scalar) {
+  const float sa = scalar == 1 ? f32(a[0]) : 0.f, sb = scalar == 2 ? f32(b[0]) : 0.f;
+  const Pack<T>* pa = reinterpret_cast<const Pack<T>*>(a);
+  const Pack<T>* pb = reinterpret_cast<const Pack<T>*>(b);
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < packs;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    Pack<T> va, vb, o;
+    if (scalar != 1) va = pa[i];
+    if (scalar != 2) vb = pb[i];
+#pragma unroll
+    for (int j = 0; j < Pack<T>::kN; ++j)
+      o.v[j] = to<T>(bin(op, scalar == 1 ? sa : f32(va.v[j]), scalar == 2 ? sb : f32(vb.v[j])));
+    y[i] = o;
+  }
 }
 
 // I: the index type; 32-bit where every index fits (integer division costs a third of 64-bit's).
-template <class I>
-__global__ void binary_bc_k(const float* a, const float* b, float* y, I n, Bin op, Broadcast bc) {
+template <class T, class I>
+__global__ void binary_bc_k(const T* a, const T* b, T* y, I n, Bin op, Broadcast bc) {
   for (I i = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; i < n; i += static_cast<I>(gridDim.x) * blockDim.x) {
     I r = i, ia = 0, ib = 0;
     for (int d = bc.rank - 1; d >= 0; --d) {
@@ -110,7 +222,7 @@ __global__ void binary_bc_k(const float* a, const float* b, float* y, I n, Bin o
       ia += idx * static_cast<I>(bc.sa[d]);
       ib += idx * static_cast<I>(bc.sb[d]);
     }
-    y[i] = bin(op, a[ia], b[ib]);
+    y[i] = to<T>(bin(op, f32(a[ia]), f32(b[ib])));
   }
 }
 
@@ -139,7 +251,7 @@ __global__ void gather_k(const T* __restrict__ x, const Ix* idx, T* __restrict__
     const I o = i / (inner * n_idx);
     I k = static_cast<I>(idx[j]);
     if (k < 0) k += axis_dim;
-    y[i] = (k >= 0 && k < axis_dim) ? x[(o * axis_dim + k) * inner + in] : T(0);
+    y[i] = (k >= 0 && k < axis_dim) ? x[(o * axis_dim + k) * inner + in] : T{};
   }
 }
 
@@ -179,88 +291,140 @@ __device__ float block_merge(Red op, float v) {
 }
 
 // One block per output row when inner == 1 (contiguous reduction); else one thread per output.
-__global__ void reduce_rows_k(const float* x, float* y, int64_t red, Red op, bool root, bool mean) {
-  const float* row = x + blockIdx.x * red;
+template <class T>
+__global__ void reduce_rows_k(const T* x, T* y, int64_t red, Red op, bool root, bool mean) {
+  const T* row = x + blockIdx.x * red;
   float acc = red_init(op);
-  for (int64_t i = threadIdx.x; i < red; i += blockDim.x) acc = red_step(op, acc, row[i]);
+  for (int64_t i = threadIdx.x; i < red; i += blockDim.x) acc = red_step(op, acc, f32(row[i]));
   acc = block_merge(op, acc);
   if (threadIdx.x == 0) {
     if (mean) acc /= static_cast<float>(red);
     if (root) acc = sqrtf(acc);
-    y[blockIdx.x] = acc;
+    y[blockIdx.x] = to<T>(acc);
   }
 }
-__global__ void reduce_strided_k(const float* x, float* y, int64_t outer, int64_t red, int64_t inner, Red op, bool root,
+template <class T>
+__global__ void reduce_strided_k(const T* x, T* y, int64_t outer, int64_t red, int64_t inner, Red op, bool root,
                                  bool mean) {
   const int64_t n = outer * inner;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t o = i / inner, in = i % inner;
-    const float* p = x + o * red * inner + in;
+    const T* p = x + o * red * inner + in;
     float acc = red_init(op);
-    for (int64_t r = 0; r < red; ++r) acc = red_step(op, acc, p[r * inner]);
+    for (int64_t r = 0; r < red; ++r) acc = red_step(op, acc, f32(p[r * inner]));
     if (mean) acc /= static_cast<float>(red);
     if (root) acc = sqrtf(acc);
-    y[i] = acc;
+    y[i] = to<T>(acc);
   }
 }
 
-__global__ void softmax_rows_k(const float* x, float* y, int64_t red, bool log) {
-  const float* row = x + blockIdx.x * red;
-  float* out = y + blockIdx.x * red;
+template <class T>
+__global__ void softmax_rows_k(const T* x, T* y, int64_t red, bool log) {
+  const T* row = x + blockIdx.x * red;
+  T* out = y + blockIdx.x * red;
   float m = -INFINITY;
-  for (int64_t i = threadIdx.x; i < red; i += blockDim.x) m = fmaxf(m, row[i]);
+  for (int64_t i = threadIdx.x; i < red; i += blockDim.x) m = fmaxf(m, f32(row[i]));
   m = block_merge(Red::Max, m);
   float sum = 0.f;
-  for (int64_t i = threadIdx.x; i < red; i += blockDim.x) sum += expf(row[i] - m);
+  for (int64_t i = threadIdx.x; i < red; i += blockDim.x) sum += expf(f32(row[i]) - m);
   sum = block_merge(Red::Sum, sum);
   if (log) {
     const float ls = logf(sum);
-    for (int64_t i = threadIdx.x; i < red; i += blockDim.x) out[i] = row[i] - m - ls;
+    for (int64_t i = threadIdx.x; i < red; i += blockDim.x) out[i] = to<T>(f32(row[i]) - m - ls);
   } else {
     const float inv = 1.f / sum;
-    for (int64_t i = threadIdx.x; i < red; i += blockDim.x) out[i] = expf(row[i] - m) * inv;
+    for (int64_t i = threadIdx.x; i < red; i += blockDim.x) out[i] = to<T>(expf(f32(row[i]) - m) * inv);
   }
 }
-__global__ void softmax_strided_k(const float* x, float* y, int64_t outer, int64_t red, int64_t inner, bool log) {
+// A warp per row (rows of up to a few thousand: attention scores), eight rows per block: no
+// shared memory or block barriers; the second and third reads of a row come from L1.
+template <class T>
+__global__ void softmax_warp_k(const T* x, T* y, int64_t rows, int64_t red, bool log) {
+  const int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x >> 5) + (threadIdx.x >> 5);
+  if (r >= rows) return;
+  const int lane = threadIdx.x & 31;
+  const T* row = x + r * red;
+  T* out = y + r * red;
+  float m = -INFINITY;
+  for (int64_t i = lane; i < red; i += 32) m = fmaxf(m, f32(row[i]));
+  m = warp_merge(Red::Max, m);
+  float sum = 0.f;
+  for (int64_t i = lane; i < red; i += 32) sum += expf(f32(row[i]) - m);
+  sum = warp_merge(Red::Sum, sum);
+  if (log) {
+    const float ls = logf(sum);
+    for (int64_t i = lane; i < red; i += 32) out[i] = to<T>(f32(row[i]) - m - ls);
+  } else {
+    const float inv = 1.f / sum;
+    for (int64_t i = lane; i < red; i += 32) out[i] = to<T>(expf(f32(row[i]) - m) * inv);
+  }
+}
+template <class T>
+__global__ void layer_norm_warp_k(const T* x, T* y, const T* scale, const T* bias, int64_t rows, int64_t cols, float eps) {
+  const int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x >> 5) + (threadIdx.x >> 5);
+  if (r >= rows) return;
+  const int lane = threadIdx.x & 31;
+  const T* row = x + r * cols;
+  T* out = y + r * cols;
+  float s = 0.f;
+  for (int64_t i = lane; i < cols; i += 32) s += f32(row[i]);
+  const float mean = warp_merge(Red::Sum, s) / static_cast<float>(cols);
+  float v = 0.f;
+  for (int64_t i = lane; i < cols; i += 32) {
+    const float d = f32(row[i]) - mean;
+    v += d * d;
+  }
+  const float inv = rsqrtf(warp_merge(Red::Sum, v) / static_cast<float>(cols) + eps);
+  for (int64_t i = lane; i < cols; i += 32)
+    out[i] = to<T>((f32(row[i]) - mean) * inv * f32(scale[i]) + (bias ? f32(bias[i]) : 0.f));
+}
+
+template <class T>
+__global__ void softmax_strided_k(const T* x, T* y, int64_t outer, int64_t red, int64_t inner, bool log) {
   const int64_t n = outer * inner;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t o = i / inner, in = i % inner;
-    const float* p = x + o * red * inner + in;
-    float* q = y + o * red * inner + in;
+    const T* p = x + o * red * inner + in;
+    T* q = y + o * red * inner + in;
     float m = -INFINITY;
-    for (int64_t r = 0; r < red; ++r) m = fmaxf(m, p[r * inner]);
+    for (int64_t r = 0; r < red; ++r) m = fmaxf(m, f32(p[r * inner]));
     float sum = 0.f;
-    for (int64_t r = 0; r < red; ++r) sum += expf(p[r * inner] - m);
+    for (int64_t r = 0; r < red; ++r) sum += expf(f32(p[r * inner]) - m);
     const float ls = logf(sum), inv = 1.f / sum;
-    for (int64_t r = 0; r < red; ++r) q[r * inner] = log ? p[r * inner] - m - ls : expf(p[r * inner] - m) * inv;
+    for (int64_t r = 0; r < red; ++r) {
+      const float v = f32(p[r * inner]) - m;
+      q[r * inner] = to<T>(log ? v - ls : expf(v) * inv);
+    }
   }
 }
 
 // Two passes over the row (mean, then centred variance) for the accuracy of PyTorch's.
-__global__ void layer_norm_k(const float* x, float* y, const float* scale, const float* bias, int64_t cols, float eps) {
-  const float* row = x + blockIdx.x * cols;
-  float* out = y + blockIdx.x * cols;
+template <class T>
+__global__ void layer_norm_k(const T* x, T* y, const T* scale, const T* bias, int64_t cols, float eps) {
+  const T* row = x + blockIdx.x * cols;
+  T* out = y + blockIdx.x * cols;
   float s = 0.f;
-  for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) s += row[i];
+  for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) s += f32(row[i]);
   const float mean = block_merge(Red::Sum, s) / static_cast<float>(cols);
   float v = 0.f;
   for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) {
-    const float d = row[i] - mean;
+    const float d = f32(row[i]) - mean;
     v += d * d;
   }
   const float inv = rsqrtf(block_merge(Red::Sum, v) / static_cast<float>(cols) + eps);
   for (int64_t i = threadIdx.x; i < cols; i += blockDim.x)
-    out[i] = (row[i] - mean) * inv * scale[i] + (bias ? bias[i] : 0.f);
+    out[i] = to<T>((f32(row[i]) - mean) * inv * f32(scale[i]) + (bias ? f32(bias[i]) : 0.f));
 }
 
-__global__ void pool2d_k(const float* x, float* y, Pool2d p) {
+template <class T>
+__global__ void pool2d_k(const T* x, T* y, Pool2d p) {
   const int64_t n = p.n * p.c * p.oh * p.ow;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t ox = i % p.ow, oy = (i / p.ow) % p.oh, nc = i / (p.ow * p.oh);
-    const float* plane = x + nc * p.h * p.w;
+    const T* plane = x + nc * p.h * p.w;
     const int64_t y0 = oy * p.sh - p.ph, x0 = ox * p.sw - p.pw;
     float acc = p.max ? -INFINITY : 0.f;
     int cnt = 0;
@@ -271,12 +435,12 @@ __global__ void pool2d_k(const float* x, float* y, Pool2d p) {
         const bool in = yy >= 0 && yy < p.h && xx >= 0 && xx < p.w;
         if (p.max) {
           if (in) {
-            const float v = plane[yy * p.w + xx];
+            const float v = f32(plane[yy * p.w + xx]);
             acc = (v != v || v > acc) ? v : acc;
           }
         } else {
           if (in) {
-            acc += plane[yy * p.w + xx];
+            acc += f32(plane[yy * p.w + xx]);
             ++cnt;
           } else if (p.count_pad && yy >= -p.ph && yy < p.h + p.ph_end && xx >= -p.pw && xx < p.w + p.pw_end) {
             ++cnt;  // a cell of the padding (not of a ceil_mode overhang)
@@ -284,18 +448,19 @@ __global__ void pool2d_k(const float* x, float* y, Pool2d p) {
         }
       }
     }
-    y[i] = p.max ? acc : (cnt ? acc / static_cast<float>(cnt) : 0.f);
+    y[i] = to<T>(p.max ? acc : (cnt ? acc / static_cast<float>(cnt) : 0.f));
   }
 }
 
-__global__ void depthwise_k(const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias,
-                            const float* __restrict__ z, float* __restrict__ y, Depthwise p, Act act, float a, float b) {
+template <class T>
+__global__ void depthwise_k(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
+                            const T* __restrict__ z, T* __restrict__ y, Depthwise p, Act act, float a, float b) {
   const int64_t n = p.n * p.c * p.oh * p.ow;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t ox = i % p.ow, oy = (i / p.ow) % p.oh, nc = i / (p.ow * p.oh), c = nc % p.c;
-    const float* plane = x + nc * p.h * p.w;
-    const float* f = w + c * p.kh * p.kw;
+    const T* plane = x + nc * p.h * p.w;
+    const T* f = w + c * p.kh * p.kw;
     const int64_t y0 = oy * p.sh - p.ph, x0 = ox * p.sw - p.pw;
     float acc = 0.f;
     for (int ky = 0; ky < p.kh; ++ky) {
@@ -303,33 +468,93 @@ __global__ void depthwise_k(const float* __restrict__ x, const float* __restrict
       if (yy < 0 || yy >= p.h) continue;
       for (int kx = 0; kx < p.kw; ++kx) {
         const int64_t xx = x0 + kx * p.dw;
-        if (xx >= 0 && xx < p.w) acc = fmaf(plane[yy * p.w + xx], f[ky * p.kw + kx], acc);
+        if (xx >= 0 && xx < p.w) acc = fmaf(f32(plane[yy * p.w + xx]), f32(f[ky * p.kw + kx]), acc);
       }
     }
-    if (bias) acc += bias[c];
-    if (z) acc += z[i];
-    y[i] = apply(act, acc, a, b);
+    if (bias) acc += f32(bias[c]);
+    if (z) acc += f32(z[i]);
+    y[i] = to<T>(apply(act, acc, a, b));
   }
 }
 
 }  // namespace
 
-void depthwise(const float* x, const float* w, const float* bias, const float* z, float* y, const Depthwise& p, Act act,
-               float a, float b, cudaStream_t s) {
-  const int64_t n = p.n * p.c * p.oh * p.ow;
-  if (n > 0) depthwise_k<<<blocks_for(n), kThreads, 0, s>>>(x, w, bias, z, y, p, act, a, b);
+void cast(const void* x, Elt from, void* y, Elt to_e, int64_t n, cudaStream_t s) {
+  if (n <= 0) return;
+  by_elt(from, [&](auto ti) {
+    using Ti = decltype(ti);
+    by_elt(to_e, [&](auto tt) {
+      using To = decltype(tt);
+      cast_k<<<blocks_for(n), kThreads, 0, s>>>(static_cast<const Ti*>(x), static_cast<To*>(y), n);
+    });
+  });
 }
 
-void epilogue(float* y, const float* bias, const float* z, int64_t n, int64_t channels, int64_t inner, Act act,
-              float a, float b, cudaStream_t s) {
-  if (n > 0) epilogue_k<<<blocks_for(n), kThreads, 0, s>>>(y, bias, z, n, channels, inner, act, a, b);
+void depthwise(const void* x, const void* w, const void* bias, const void* z, void* y, const Depthwise& p, Act act,
+               float a, float b, Elt e, cudaStream_t s) {
+  const int64_t n = p.n * p.c * p.oh * p.ow;
+  if (n <= 0) return;
+  by_elt(e, [&](auto t) {
+    using T = decltype(t);
+    depthwise_k<<<blocks_for(n), kThreads, 0, s>>>(static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(bias),
+                                                   static_cast<const T*>(z), static_cast<T*>(y), p, act, a, b);
+  });
 }
-void channel_affine(const float* x, float* y, const float* scale, const float* shift, int64_t n, int64_t channels,
-                    int64_t inner, cudaStream_t s) {
-  if (n > 0) affine_k<<<blocks_for(n), kThreads, 0, s>>>(x, y, scale, shift, n, channels, inner);
+
+void epilogue(void* y, const void* bias, const void* z, int64_t n, int64_t channels, int64_t inner, Act act,
+              float a, float b, Elt e, cudaStream_t s) {
+  if (n <= 0) return;
+  by_elt(e, [&](auto t) {
+    using T = decltype(t);
+    constexpr int kN = Pack<T>::kN;
+    const bool packs = n % kN == 0 && aligned16(y) && (!z || aligned16(z)) &&
+                       (inner == 1 ? channels % kN == 0 && (!bias || aligned16(bias)) : inner % kN == 0);
+    if (packs) {
+      const int64_t np = n / kN;
+      if (n < (int64_t{1} << 31))
+        epilogue_pack_k<T, int32_t><<<blocks_for(np), kThreads, 0, s>>>(
+            static_cast<Pack<T>*>(y), static_cast<const T*>(bias), static_cast<const Pack<T>*>(z), static_cast<int32_t>(np),
+            static_cast<int32_t>(channels), static_cast<int32_t>(inner), act, a, b);
+      else
+        epilogue_pack_k<T, int64_t><<<blocks_for(np), kThreads, 0, s>>>(static_cast<Pack<T>*>(y), static_cast<const T*>(bias),
+                                                                        static_cast<const Pack<T>*>(z), np, channels, inner, act, a, b);
+      return;
+    }
+    epilogue_k<<<blocks_for(n), kThreads, 0, s>>>(static_cast<T*>(y), static_cast<const T*>(bias), static_cast<const T*>(z), n,
+                                                  channels, inner, act, a, b);
+  });
 }
-void unary(const float* x, float* y, int64_t n, Act act, float a, float b, cudaStream_t s) {
-  if (n > 0) unary_k<<<blocks_for(n), kThreads, 0, s>>>(x, y, n, act, a, b);
+void channel_affine(const void* x, void* y, const float* scale, const float* shift, int64_t n, int64_t channels,
+                    int64_t inner, Elt e, cudaStream_t s) {
+  if (n <= 0) return;
+  by_elt(e, [&](auto t) {
+    using T = decltype(t);
+    constexpr int kN = Pack<T>::kN;
+    if (inner % kN == 0 && aligned16(x) && aligned16(y)) {
+      const int64_t np = n / kN;
+      if (n < (int64_t{1} << 31))
+        affine_pack_k<T, int32_t><<<blocks_for(np), kThreads, 0, s>>>(static_cast<const Pack<T>*>(x), static_cast<Pack<T>*>(y), scale,
+                                                                      shift, static_cast<int32_t>(np), static_cast<int32_t>(channels),
+                                                                      static_cast<int32_t>(inner));
+      else
+        affine_pack_k<T, int64_t><<<blocks_for(np), kThreads, 0, s>>>(static_cast<const Pack<T>*>(x), static_cast<Pack<T>*>(y), scale,
+                                                                      shift, np, channels, inner);
+      return;
+    }
+    affine_k<<<blocks_for(n), kThreads, 0, s>>>(static_cast<const T*>(x), static_cast<T*>(y), scale, shift, n, channels, inner);
+  });
+}
+void unary(const void* x, void* y, int64_t n, Act act, float a, float b, Elt e, cudaStream_t s) {
+  if (n <= 0) return;
+  by_elt(e, [&](auto t) {
+    using T = decltype(t);
+    constexpr int kN = Pack<T>::kN;
+    if (n % kN == 0 && aligned16(x) && aligned16(y)) {
+      unary_pack_k<<<blocks_for(n / kN), kThreads, 0, s>>>(static_cast<const Pack<T>*>(x), static_cast<Pack<T>*>(y), n / kN, act, a, b);
+      return;
+    }
+    unary_k<<<blocks_for(n), kThreads, 0, s>>>(static_cast<const T*>(x), static_cast<T*>(y), n, act, a, b);
+  });
 }
 // Merges adjacent dims that step through memory as one (and drops dims of 1): fewer divisions.
 Broadcast coalesce(const Broadcast& b) {
@@ -368,17 +593,32 @@ Strided coalesce(const Strided& st) {
 // Every element and offset of a launch fits in 32 bits.
 bool small(int64_t n, int64_t span) { return n < (int64_t{1} << 31) && span < (int64_t{1} << 31); }
 
-void binary(const float* a, const float* b, float* y, int64_t n, Bin op, const Broadcast& bc, bool flat, cudaStream_t s) {
+void binary(const void* a0, const void* b0, void* y0, int64_t n, Bin op, const Broadcast& bc, bool flat, Elt e, cudaStream_t s) {
   if (n <= 0) return;
-  if (flat) {
-    binary_flat_k<<<blocks_for(n), kThreads, 0, s>>>(a, b, y, n, op);
-    return;
-  }
-  const Broadcast c = coalesce(bc);
-  if (small(n, n))
-    binary_bc_k<int32_t><<<blocks_for(n), kThreads, 0, s>>>(a, b, y, static_cast<int32_t>(n), op, c);
-  else
-    binary_bc_k<int64_t><<<blocks_for(n), kThreads, 0, s>>>(a, b, y, n, op, c);
+  by_elt(e, [&](auto t) {
+    using T = decltype(t);
+    const T* a = static_cast<const T*>(a0);
+    const T* b = static_cast<const T*>(b0);
+    T* y = static_cast<T*>(y0);
+    constexpr int kN = Pack<T>::kN;
+    const Broadcast c = coalesce(bc);
+    // Same shapes, or one operand a single value: in packs where aligned.
+    int scalar = flat ? 0 : -1;
+    if (!flat && c.rank == 1 && c.sa[0] == 0 && c.sb[0] == 1) scalar = 1;
+    if (!flat && c.rank == 1 && c.sa[0] == 1 && c.sb[0] == 0) scalar = 2;
+    if (scalar >= 0 && n % kN == 0 && aligned16(y) && (scalar == 1 || aligned16(a)) && (scalar == 2 || aligned16(b))) {
+      binary_pack_k<<<blocks_for(n / kN), kThreads, 0, s>>>(a, b, reinterpret_cast<Pack<T>*>(y), n / kN, op, scalar);
+      return;
+    }
+    if (flat) {
+      binary_flat_k<<<blocks_for(n), kThreads, 0, s>>>(a, b, y, n, op);
+      return;
+    }
+    if (small(n, n))
+      binary_bc_k<T, int32_t><<<blocks_for(n), kThreads, 0, s>>>(a, b, y, static_cast<int32_t>(n), op, c);
+    else
+      binary_bc_k<T, int64_t><<<blocks_for(n), kThreads, 0, s>>>(a, b, y, n, op, c);
+  });
 }
 template <class T>
 void strided_typed(const void* x, void* y, int64_t n, const Strided& st, bool gather, cudaStream_t s) {
@@ -418,6 +658,16 @@ void strided_copy(const void* x, void* y, int elem, int64_t n, const Strided& st
 }
 void gather(const void* x, const void* idx, bool idx64, void* y, int elem, int64_t outer, int64_t axis_dim,
             int64_t inner, int64_t n_idx, cudaStream_t s) {
+  // Rows of `inner` elements move as wider words where their bytes divide and both ends align:
+  // up to 16 bytes per thread (ViT's q/k/v split: rows of 768 halves).
+  for (int w : {16, 8, 4}) {
+    const auto aw = static_cast<uintptr_t>(w);
+    if (elem < w && (inner * elem) % w == 0 && reinterpret_cast<uintptr_t>(x) % aw == 0 && reinterpret_cast<uintptr_t>(y) % aw == 0) {
+      inner = inner * elem / w;
+      elem = w;
+      break;
+    }
+  }
   const int64_t n = outer * n_idx * inner;
   if (n <= 0) return;
   auto go = [&](auto tag) {
@@ -437,7 +687,9 @@ void gather(const void* x, const void* idx, bool idx64, void* y, int elem, int64
       gather_k<<<blocks_for(n), kThreads, 0, s>>>(xs, static_cast<const int32_t*>(idx), ys, outer, axis_dim, inner, n_idx);
     }
   };
-  if (elem == 4)
+  if (elem == 16)
+    go(uint4{});
+  else if (elem == 4)
     go(uint32_t{});
   else if (elem == 8)
     go(uint64_t{});
@@ -446,28 +698,53 @@ void gather(const void* x, const void* idx, bool idx64, void* y, int elem, int64
   else
     go(uint8_t{});
 }
-void reduce(const float* x, float* y, int64_t outer, int64_t red, int64_t inner, Red op, bool root, cudaStream_t s) {
+void reduce(const void* x0, void* y0, int64_t outer, int64_t red, int64_t inner, Red op, bool root, Elt e, cudaStream_t s) {
   if (outer * inner <= 0) return;
   const bool mean = op == Red::Mean;
-  if (inner == 1)
-    reduce_rows_k<<<static_cast<unsigned>(outer), kThreads, 0, s>>>(x, y, red, op, root, mean);
-  else
-    reduce_strided_k<<<blocks_for(outer * inner), kThreads, 0, s>>>(x, y, outer, red, inner, op, root, mean);
+  by_elt(e, [&](auto t) {
+    using T = decltype(t);
+    const T* x = static_cast<const T*>(x0);
+    T* y = static_cast<T*>(y0);
+    if (inner == 1)
+      reduce_rows_k<<<static_cast<unsigned>(outer), kThreads, 0, s>>>(x, y, red, op, root, mean);
+    else
+      reduce_strided_k<<<blocks_for(outer * inner), kThreads, 0, s>>>(x, y, outer, red, inner, op, root, mean);
+  });
 }
-void softmax(const float* x, float* y, int64_t outer, int64_t red, int64_t inner, bool log, cudaStream_t s) {
+void softmax(const void* x0, void* y0, int64_t outer, int64_t red, int64_t inner, bool log, Elt e, cudaStream_t s) {
   if (outer * inner <= 0) return;
-  if (inner == 1)
-    softmax_rows_k<<<static_cast<unsigned>(outer), red >= 512 ? 512 : 128, 0, s>>>(x, y, red, log);
-  else
-    softmax_strided_k<<<blocks_for(outer * inner), kThreads, 0, s>>>(x, y, outer, red, inner, log);
+  by_elt(e, [&](auto t) {
+    using T = decltype(t);
+    const T* x = static_cast<const T*>(x0);
+    T* y = static_cast<T*>(y0);
+    if (inner == 1 && red <= 4096)
+      softmax_warp_k<<<static_cast<unsigned>((outer + 7) / 8), 256, 0, s>>>(x, y, outer, red, log);
+    else if (inner == 1)
+      softmax_rows_k<<<static_cast<unsigned>(outer), red >= 512 ? 512 : 128, 0, s>>>(x, y, red, log);
+    else
+      softmax_strided_k<<<blocks_for(outer * inner), kThreads, 0, s>>>(x, y, outer, red, inner, log);
+  });
 }
-void layer_norm(const float* x, float* y, const float* scale, const float* bias, int64_t rows, int64_t cols,
-                float eps, cudaStream_t s) {
-  if (rows > 0) layer_norm_k<<<static_cast<unsigned>(rows), cols >= 1024 ? 512 : 128, 0, s>>>(x, y, scale, bias, cols, eps);
+void layer_norm(const void* x, void* y, const void* scale, const void* bias, int64_t rows, int64_t cols,
+                float eps, Elt e, cudaStream_t s) {
+  if (rows <= 0) return;
+  by_elt(e, [&](auto t) {
+    using T = decltype(t);
+    if (cols <= 4096)
+      layer_norm_warp_k<<<static_cast<unsigned>((rows + 7) / 8), 256, 0, s>>>(
+          static_cast<const T*>(x), static_cast<T*>(y), static_cast<const T*>(scale), static_cast<const T*>(bias), rows, cols, eps);
+    else
+      layer_norm_k<<<static_cast<unsigned>(rows), 512, 0, s>>>(static_cast<const T*>(x), static_cast<T*>(y),
+                                                                static_cast<const T*>(scale), static_cast<const T*>(bias), cols, eps);
+  });
 }
-void pool2d(const float* x, float* y, const Pool2d& p, cudaStream_t s) {
+void pool2d(const void* x, void* y, const Pool2d& p, Elt e, cudaStream_t s) {
   const int64_t n = p.n * p.c * p.oh * p.ow;
-  if (n > 0) pool2d_k<<<blocks_for(n), kThreads, 0, s>>>(x, y, p);
+  if (n <= 0) return;
+  by_elt(e, [&](auto t) {
+    using T = decltype(t);
+    pool2d_k<<<blocks_for(n), kThreads, 0, s>>>(static_cast<const T*>(x), static_cast<T*>(y), p);
+  });
 }
 
 }  // namespace joule::cuda::k

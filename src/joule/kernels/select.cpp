@@ -159,6 +159,7 @@ std::string tuning_key(const NodeView& v) {
   for (auto& [k, a] : n.attrs) j["attrs"][k] = ir::attribute_str(a);
   if (v.device >= 0) {
     j["gpu"] = cuda::gpu_model(v.device);
+    if (n.meta.contains("gpu_math")) j["math"] = n.meta["gpu_math"];  // tf32 and fp32 time apart
   } else {
     j["threads"] = v.threads;
     j["cpu"] = cpu_features().model + " [" + cpu_features().isa + "]";
@@ -248,6 +249,11 @@ Selection Selector::measure(const NodeView& v, const std::vector<const Algorithm
     }
     owned[i] = Tensor(v.in_types[i]->dtype, v.in_types[i]->static_shape());
     if (owned[i].dtype() == DType::Float32) fill_random(owned[i], static_cast<uint32_t>(i));
+    if (owned[i].dtype() == DType::Float16 || owned[i].dtype() == DType::BFloat16) {  // (GPU nodes in half precision)
+      Tensor f(DType::Float32, owned[i].shape());
+      fill_random(f, static_cast<uint32_t>(i));
+      owned[i] = f.cast(owned[i].dtype());
+    }
     inputs[i] = &owned[i];
   }
   Selection best;

@@ -184,6 +184,7 @@ ProfileResult profile_model(const ir::Graph& graph, const ProfileOptions& opt, c
   so.algo = opt.algo;
   so.device = opt.device;
   so.gpu_math = opt.gpu_math;
+  so.gpu_fp32 = opt.gpu_fp32;
   runtime::Session session(prepared(graph, opt), so);
   runtime::TensorMap random;
   if (!given) random = runtime::random_inputs(session, opt.seed);
@@ -407,6 +408,7 @@ PointKey point_key(const ir::Graph& graph, const ProfileOptions& opt) {
   so.algo = opt.algo;
   so.device = opt.device;
   so.gpu_math = opt.gpu_math;
+  so.gpu_fp32 = opt.gpu_fp32;
   runtime::Session session(graph, so);
   ProfileResult r;
   describe_input(session, r);

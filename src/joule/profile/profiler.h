@@ -40,7 +40,8 @@ struct ProfileOptions {
   std::vector<std::string> passes;
   kernels::AlgoSpec algo;          // algorithm per node (default: guess)
   int device = -1;                 // -1 CPU; N: CUDA GPU N (runtime::SessionOptions::device)
-  std::string gpu_math = "fp32";   // fp32 | tf32 on the GPU
+  std::string gpu_math = "fp32";   // fp32 | tf32 | fp16 | bf16 on the GPU
+  std::vector<std::string> gpu_fp32;  // nodes kept float32 under fp16 | bf16
   std::string algo_label;          // the --algo value a sweep point used; names the point's
                                    // algorithm column instead of the per-node summary
   uint32_t seed = 0;

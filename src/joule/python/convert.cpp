@@ -148,6 +148,7 @@ void Kwargs::prepare(api::PrepareOptions& o) {
   get("bf16_min_sqnr", o.bf16_min_sqnr_db);
   get("device", o.device);
   get("gpu_math", o.gpu_math);
+  strings("gpu_fp32", o.gpu_fp32);
   strings("algo", o.algo.rules);
   get("algo_file", o.algo.file);
   get("tuning_cache", o.algo.tuning_cache);

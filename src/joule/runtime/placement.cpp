@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 
+#include "joule/core/error.h"
 #include "joule/cuda/backend.h"
 
 namespace joule::runtime {
@@ -113,6 +114,100 @@ PlacementReport place_on_device(ir::Graph& g, int device, const SupportFn& suppo
   g.nodes = std::move(out);
   if (!g.opsets.count("joule")) g.opsets["joule"] = 1;
   return r;
+}
+
+int lower_gpu_floats(ir::Graph& g, DType to, const std::vector<std::string>& keep) {
+  JOULE_CHECK(to == DType::Float16 || to == DType::BFloat16, "lower_gpu_floats to " + std::string(dtype_name(to)));
+  const std::string suffix = std::string("@") + dtype_name(to);
+  std::set<std::string> kept(keep.begin(), keep.end()), unknown = kept;
+  for (auto& n : g.nodes) unknown.erase(n->name);
+  if (!unknown.empty()) {
+    std::string list;
+    for (const std::string& u : unknown) list += (list.empty() ? "" : ", ") + u;
+    fail("--gpu-fp32: no node named " + list);
+  }
+  int changed = 0;
+  std::map<std::string, std::string> twin;  // float32 constant -> its converted copy
+  for (auto& np : g.nodes) {
+    ir::Node& n = *np;
+    if (node_device(n) < 0 || kept.count(n.name)) continue;
+    const bool to_host = n.domain == "joule" && n.op_type == "MemcpyToHost";
+    if (!is_memcpy(n)) {
+      const std::vector<bool> host = cuda::host_inputs(n);
+      const bool batch_norm = n.domain.empty() && n.op_type == "BatchNormalization";
+      for (size_t i = 0; i < n.inputs.size(); ++i) {
+        const std::string& v = n.inputs[i];
+        if (v.empty() || (i < host.size() && host[i]) || (batch_norm && i >= 1)) continue;
+        auto it = g.initializers.find(v);
+        if (it == g.initializers.end() || it->second.dtype() != DType::Float32) continue;
+        auto [t, fresh] = twin.try_emplace(v);
+        if (fresh) {
+          std::string name = v + suffix;
+          while (g.initializers.count(name) || g.types.count(name)) name += "_";
+          g.initializers[name] = it->second.cast(to);
+          if (const ir::TensorType* ty = g.type_of(v)) {
+            ir::TensorType c = *ty;
+            c.dtype = to;
+            g.types[name] = c;
+          }
+          t->second = name;
+        }
+        n.inputs[i] = t->second;
+      }
+    }
+    if (to_host) continue;
+    for (const std::string& o : n.outputs) {
+      auto it = g.types.find(o);
+      if (o.empty() || it == g.types.end() || it->second.dtype != DType::Float32) continue;
+      it->second.dtype = to;
+      ++changed;
+    }
+  }
+  if (kept.empty()) return changed;
+  // Where a kept node reads a half value, or a half node a kept node's float32 one: a Cast on
+  // the GPU before the first such reader, shared by the later ones.
+  std::set<std::string> used;
+  for (auto& n : g.nodes) used.insert(n->name);
+  std::map<std::pair<std::string, DType>, std::string> cast_of;
+  std::vector<std::unique_ptr<ir::Node>> out;
+  for (auto& np : g.nodes) {
+    ir::Node& n = *np;
+    if (node_device(n) >= 0 && !is_memcpy(n)) {
+      const DType want = kept.count(n.name) ? DType::Float32 : to;
+      const std::vector<bool> host = cuda::host_inputs(n);
+      for (size_t i = 0; i < n.inputs.size(); ++i) {
+        const std::string v = n.inputs[i];
+        if (v.empty() || (i < host.size() && host[i]) || g.is_initializer(v)) continue;
+        auto t = g.types.find(v);
+        if (t == g.types.end() || (t->second.dtype != DType::Float32 && t->second.dtype != to) || t->second.dtype == want) continue;
+        auto [c, fresh] = cast_of.try_emplace({v, want});
+        if (fresh) {
+          auto cast = std::make_unique<ir::Node>();
+          cast->op_type = "Cast";
+          std::string name = "cast_to_" + std::string(dtype_name(want)) + "/" + v;
+          while (used.count(name)) name += "_";
+          used.insert(name);
+          cast->name = name;
+          std::string value = v + "@" + dtype_name(want);
+          while (g.types.count(value) || g.initializers.count(value)) value += "_";
+          cast->inputs = {v};
+          cast->outputs = {value};
+          cast->attrs["to"] = static_cast<int64_t>(dtype_to_onnx(want));
+          cast->meta["device"] = n.meta["device"];
+          cast->meta["gpu_math"] = n.meta.value("gpu_math", std::string("fp32"));
+          ir::TensorType ty = t->second;
+          ty.dtype = want;
+          g.types[value] = ty;
+          c->second = value;
+          out.push_back(std::move(cast));
+        }
+        n.inputs[i] = c->second;
+      }
+    }
+    out.push_back(std::move(np));
+  }
+  g.nodes = std::move(out);
+  return changed;
 }
 
 }  // namespace joule::runtime

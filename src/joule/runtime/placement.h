@@ -34,6 +34,18 @@ struct PlacementReport {
 // stays topologically sorted.
 PlacementReport place_on_device(ir::Graph& g, int device, const SupportFn& support);
 
+// Half-precision storage on the GPU (--gpu-math fp16 | bf16), after place_on_device: every
+// float32 value a GPU node makes (the copies to the device included) becomes `to`, so that GPU
+// kernels read and write half the bytes and cuDNN/cuBLAS run on tensor cores (accumulating in
+// float32); the copies back to the host keep float32 and convert on the GPU. The float32
+// constants GPU nodes read on the GPU are converted once into twins (`NAME@float16`) that only
+// those nodes read; CPU nodes, the inputs GPU kernels read on the host and BatchNormalization's
+// statistics (folded in float32 at prepare) keep float32. The GPU nodes named in `keep` stay
+// wholly float32 (the precision ladder's fallbacks), and a Cast node on the GPU converts each
+// value where a float32 reader meets a half writer or the other way round. Returns how many
+// values changed type; names in `keep` that are no node of `g` are refused (BadInput, all listed).
+int lower_gpu_floats(ir::Graph& g, DType to, const std::vector<std::string>& keep = {});
+
 // The device a placed node runs on: -1 CPU, N cuda:N (unplaced nodes: -1).
 int node_device(const ir::Node& n);
 // Is `n` one of the copy nodes placement inserts?

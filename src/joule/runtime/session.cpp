@@ -62,14 +62,27 @@ Session::Session(ir::Graph graph, SessionOptions options) : graph_(std::move(gra
   plan_only_ = options.plan_only;
   if (device_ >= 0) {
     const std::string& math = options.gpu_math;
-    if (math != "fp32" && math != "tf32") fail("--gpu-math " + math + ": expected fp32 or tf32");
+    if (math != "fp32" && math != "tf32" && math != "fp16" && math != "bf16")
+      fail("--gpu-math " + math + ": expected fp32, tf32, fp16 or bf16");
+    for (auto& n : graph_.nodes) {  // kept nodes are planned (and checked) as float32
+      const bool keep = std::find(options.gpu_fp32.begin(), options.gpu_fp32.end(), n->name) != options.gpu_fp32.end();
+      n->meta["gpu_math"] = keep ? "fp32" : math;
+    }
     cuda::parse_device(cuda::device_name(device_));  // refuses when no such GPU is usable
     PlacementReport r = place_on_device(graph_, device_, [](const kernels::NodeView& v) {
       cuda::Support s = cuda::support(v);
       return DeviceSupport{s.reason, s.host_input};
     });
-    for (auto& n : graph_.nodes)
-      if (node_device(*n) >= 0) n->meta["gpu_math"] = math;
+    for (auto& n : graph_.nodes) {
+      if (node_device(*n) < 0)
+        n->meta.erase("gpu_math");
+      else if (!n->meta.contains("gpu_math"))
+        n->meta["gpu_math"] = math;  // the copies placement made
+    }
+    if (math == "fp16" || math == "bf16")
+      lower_gpu_floats(graph_, math == "fp16" ? DType::Float16 : DType::BFloat16, options.gpu_fp32);
+    else if (!options.gpu_fp32.empty())
+      fail("--gpu-fp32 keeps nodes in float32 under --gpu-math fp16 or bf16, not " + math);
     gpu_nodes_ = r.gpu_nodes;
     copy_nodes_ = r.copies;
   }

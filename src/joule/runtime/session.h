@@ -50,9 +50,13 @@ struct SessionOptions {
   // -1: every node on the CPU. N: nodes a GPU kernel supports run on CUDA GPU N, the rest on the
   // CPU, with explicit copy nodes between them (runtime/placement.h).
   int device = -1;
-  // GPU arithmetic of Conv/MatMul/Gemm: "fp32" (FMA only, no tensor cores) or "tf32" (tensor
-  // cores with TF32 inputs, as PyTorch's default for cuDNN convolutions).
+  // GPU arithmetic: "fp32" (FMA only, no tensor cores), "tf32" (Conv/MatMul/Gemm on tensor
+  // cores with TF32 inputs, as PyTorch's default for cuDNN convolutions), "fp16" or "bf16"
+  // (activations stored in half precision: runtime::lower_gpu_floats).
   std::string gpu_math = "fp32";
+  // With fp16/bf16: GPU nodes kept in float32 (by name; the precision ladder's fallbacks, e.g.
+  // the layers joule automp keeps), with casts where their values meet half ones.
+  std::vector<std::string> gpu_fp32;
   // Runs of consecutive GPU nodes are captured into a CUDA graph at the second run and replayed
   // from then on (one launch instead of one per node), except while observers are attached.
   // JOULE_CUDA_GRAPHS=0 in the environment turns it off (A/B timings).
