@@ -74,8 +74,8 @@ step correctness
 for m in resnet50 mobilenet_v2 vit_b_16; do for b in 1 32; do for math in fp32 tf32; do
   timeout 60 $J run $M/$m.onnx -i $M/${m}_in$b.npy -o /tmp/jo_$math/${m}_b$b --device cuda --gpu-math $math >/dev/null || echo "joule run $m b$b $math failed"
 done; done; done
-echo "-- fp32"; python3 ../tools/gpu_torch.py compare $M /tmp/jo_fp32
-echo "-- tf32"; python3 ../tools/gpu_torch.py compare $M /tmp/jo_tf32
+echo "-- fp32"; python3 ../tools/gpu_torch.py compare $M /tmp/jo_fp32 fp32
+echo "-- tf32"; python3 ../tools/gpu_torch.py compare $M /tmp/jo_tf32 tf32
 step plan
 $J info $M/vit_b_16.onnx --plan --device cuda --input-shape input=32,3,224,224 | grep -E "^device|^algorithms" 
 $J info $M/mobilenet_v2.onnx --plan --device cuda --input-shape input=32,3,224,224 --format json > /tmp/mb.json && python3 -c "
@@ -94,4 +94,5 @@ timeout 100 $J profile $M/vit_b_16.onnx -i $M/vit_b_16_in32.npy --device cuda --
 step profile+energy
 nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv
 timeout 200 $J profile $M/resnet50.onnx -i $M/resnet50_in32.npy --device cuda --energy nvml --energy-window 0.5 --runs 30 --top 12 -o "$OUT/profile_resnet50_b32" 2>&1 | tail -42
+timeout 200 $J profile $M/resnet50.onnx -i $M/resnet50_in32.npy --device cuda --gpu-math fp16 --energy nvml --energy-window 0.5 --runs 30 --top 0 -o "$OUT/profile_resnet50_b32_fp16" 2>&1 | grep -A8 "^energy"
 nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv

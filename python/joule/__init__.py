@@ -233,7 +233,8 @@ class Session(_joule.Session):
     the arithmetic of Conv/MatMul/Gemm (precision="fp32" or "bf16": oneDNN's bfloat16 kernels
     where the CPU has AVX512-BF16/AMX, each layer checked against float32 on seeded random inputs
     and kept fp32 below bf16_min_sqnr dB, default 30), the device (device="cpu", "cuda" or "cuda:N":
-    nodes a GPU kernel runs go there, gpu_math="fp32" or "tf32"), the activation memory plan. run() takes
+    nodes a GPU kernel runs go there; gpu_math="fp32", "tf32", "fp16" or "bf16", gpu_fp32=[node names kept
+    float32 under fp16/bf16]), the activation memory plan. run() takes
     {name: array}, a list in input order or one array; C-contiguous arrays are not copied, and the
     outputs are arrays over joule's buffers."""
 
@@ -241,10 +242,11 @@ class Session(_joule.Session):
                  passes: Optional[str] = None, int8: Optional[str] = None, algo_file: Optional[str] = None,
                  tuning_cache: Optional[str] = None, precision: Optional[str] = None,
                  bf16_min_sqnr: Optional[float] = None, device: Optional[str] = None,
-                 gpu_math: Optional[str] = None):
+                 gpu_math: Optional[str] = None, gpu_fp32: Optional[Sequence[str]] = None):
         super().__init__(model, **_options(threads=threads, algo=algo, passes=passes, int8=int8,
                                            algo_file=algo_file, tuning_cache=tuning_cache, precision=precision,
-                                           bf16_min_sqnr=bf16_min_sqnr, device=device, gpu_math=gpu_math))
+                                           bf16_min_sqnr=bf16_min_sqnr, device=device, gpu_math=gpu_math,
+                                           gpu_fp32=gpu_fp32))
 
     @property
     def precision(self) -> Result:
@@ -268,13 +270,13 @@ def bench(model: Model, inputs: Optional[Inputs] = None, *, threads: Optional[in
           int8: Optional[str] = None, algo: Optional[Algo] = None, algo_file: Optional[str] = None,
           tuning_cache: Optional[str] = None, precision: Optional[str] = None,
           bf16_min_sqnr: Optional[float] = None, device: Optional[str] = None, gpu_math: Optional[str] = None,
-          progress: Optional[ProgressFn] = None) -> BenchResult:
+          gpu_fp32: Optional[Sequence[str]] = None, progress: Optional[ProgressFn] = None) -> BenchResult:
     """Whole-model latency after warm-up (defaults: all cores, 5 warm-up, 30 runs, seeded random inputs);
     precision="bf16", device="cuda" as Session."""
     return BenchResult(_joule.bench(model, **_options(
         inputs=inputs, threads=threads, warmup=warmup, runs=runs, passes=passes, int8=int8, algo=algo,
         algo_file=algo_file, tuning_cache=tuning_cache, precision=precision, bf16_min_sqnr=bf16_min_sqnr,
-        device=device, gpu_math=gpu_math, progress=progress)))
+        device=device, gpu_math=gpu_math, gpu_fp32=gpu_fp32, progress=progress)))
 
 
 class OpdbResult(Result):

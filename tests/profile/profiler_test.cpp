@@ -183,6 +183,7 @@ TEST(Profiler, EstimatedEnergyPerLayerAddsUp) {
   EXPECT_NEAR(*r.energy->layer_sum_j, sum_j, 1e-9 * sum_j);
   EXPECT_NEAR(*r.energy->attribution_pct, 100.0 * sum_j / r.energy->dynamic_joules_per_inference,
               1e-9 * *r.energy->attribution_pct);
+  EXPECT_FALSE(r.energy->attribution_total_pct);  // modelled: no sensor, no idle-in figure
   auto row = overall_csv_row(r);
   EXPECT_EQ(row[13], "estimate:default-cpu");
   EXPECT_FALSE(row[12].empty());
@@ -215,6 +216,9 @@ TEST(Profiler, SensorPathReplaysLayers) {
     EXPECT_DOUBLE_EQ(*L.energy_j, 0.0);
   }
   EXPECT_FALSE(r.energy->attribution_pct);  // 0 J whole-model: no ratio invented
+  ASSERT_TRUE(r.energy->layer_sum_total_j);  // replayed: the idle-in sum exists (0 J here)
+  EXPECT_DOUBLE_EQ(*r.energy->layer_sum_total_j, 0.0);
+  EXPECT_FALSE(r.energy->attribution_total_pct);
   fs::remove_all(d);
 }
 

@@ -17,7 +17,7 @@ struct InfoOptions {
   int threads = 0;                            // threads the plan is made for (0: every core)
   AlgoOptions algo;
   std::string device = "cpu", gpu_math = "fp32";  // the plan's device (--device) and GPU arithmetic
-  std::vector<std::string> gpu_fp32;              // GPU nodes kept float32 under fp16 | bf16
+  std::vector<std::string> gpu_fp32{};              // GPU nodes kept float32 under fp16 | bf16
   std::string precision = "fp32";             // the plan's: fp32 or bf16 (api/precision.h)
   double bf16_min_sqnr_db = 30;               // bf16: the ladder, on seeded random inputs (0: none)
 };

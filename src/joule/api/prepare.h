@@ -31,7 +31,7 @@ struct PrepareOptions {
   AlgoOptions algo;
   std::string device = "cpu";      // "cpu", "cuda" or "cuda:N": nodes a GPU kernel runs go there
   std::string gpu_math = "fp32";   // GPU arithmetic: "fp32", "tf32", "fp16" or "bf16"
-  std::vector<std::string> gpu_fp32;  // GPU nodes kept float32 under fp16 | bf16
+  std::vector<std::string> gpu_fp32{};  // GPU nodes kept float32 under fp16 | bf16
   std::string precision = "fp32";  // "fp32" or "bf16": the arithmetic of Conv/MatMul/Gemm (api/precision.h)
   double bf16_min_sqnr_db = 30;    // bf16: a layer whose isolated output SQNR is below stays fp32 (0: no check)
   runtime::TensorMap check_inputs; // bf16 check input; empty: seeded random inputs at the model's shapes

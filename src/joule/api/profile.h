@@ -30,7 +30,7 @@ struct ProfileOptions {
   AlgoOptions algo;
   std::string device = "cpu";            // cpu | cuda | cuda:N
   std::string gpu_math = "fp32";         // fp32 | tf32 | fp16 | bf16 (runtime::lower_gpu_floats)
-  std::vector<std::string> gpu_fp32;     // GPU nodes kept float32 under fp16 | bf16
+  std::vector<std::string> gpu_fp32{};     // GPU nodes kept float32 under fp16 | bf16
   std::vector<std::string> algo_sweep;   // one point per --algo value
   std::string out_dir;                   // "" writes nothing; else CSVs, profile.json, trace.json (resumable)
   runtime::TensorMap inputs;             // empty: seeded random inputs

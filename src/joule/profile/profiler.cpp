@@ -91,7 +91,7 @@ void profile_bodies(const runtime::Session& session, const std::map<std::pair<si
 class ReplayObserver : public runtime::Observer {
  public:
   ReplayObserver(runtime::Session& s, energy::EnergyMeter& m, std::optional<double> idle_w)
-      : joules_(s.num_steps(), 0.0), iters_(s.num_steps(), 0), s_(s), m_(m), idle_w_(idle_w) {}
+      : joules_(s.num_steps(), 0.0), totals_(s.num_steps(), 0.0), iters_(s.num_steps(), 0), s_(s), m_(m), idle_w_(idle_w) {}
   void after_node(size_t step, const ir::Node& n, const std::vector<const Tensor*>& inputs,
                   const std::vector<Tensor>&) override {
     const ops::OpDef* def = ops::find_op(n.domain, n.op_type);
@@ -108,9 +108,10 @@ class ReplayObserver : public runtime::Observer {
     double j = r.joules;
     if (idle_w_) j -= *idle_w_ * r.seconds;
     joules_[step] = j / it;
+    totals_[step] = r.joules / it;
     iters_[step] = it;
   }
-  std::vector<double> joules_;
+  std::vector<double> joules_, totals_;  // per step: idle subtracted, idle left in
   std::vector<int> iters_;
 
  private:
@@ -382,11 +383,15 @@ ProfileResult profile_model(const ir::Graph& graph, const ProfileOptions& opt, c
         session.add_observer(&replay);
         session.run(inputs);
         session.clear_observers();
+        double total = 0;
         for (auto& L : r.layers) {
           L.energy_j = replay.joules_[L.step];
           L.energy_iterations = replay.iters_[L.step];
           sum += *L.energy_j;
+          total += replay.totals_[L.step];
         }
+        e.layer_sum_total_j = total;
+        if (e.joules_per_inference > 0) e.attribution_total_pct = 100.0 * total / e.joules_per_inference;
       } else {
         for (auto& L : r.layers) {
           L.energy_j = meter->model_joules(L.ms.median * 1e-3, L.flops, L.bytes);
@@ -496,7 +501,10 @@ nlohmann::json to_json(const ProfileResult& r) {
                    {"samples", samples},
                    {"layer_sum_j", e.layer_sum_j ? nlohmann::json(*e.layer_sum_j) : nlohmann::json(nullptr)},
                    {"attribution_pct",
-                    e.attribution_pct ? nlohmann::json(*e.attribution_pct) : nlohmann::json(nullptr)}};
+                    e.attribution_pct ? nlohmann::json(*e.attribution_pct) : nlohmann::json(nullptr)},
+                   {"layer_sum_total_j", e.layer_sum_total_j ? nlohmann::json(*e.layer_sum_total_j) : nlohmann::json(nullptr)},
+                   {"attribution_total_pct",
+                    e.attribution_total_pct ? nlohmann::json(*e.attribution_total_pct) : nlohmann::json(nullptr)}};
   } else {
     j["energy"] = nullptr;
   }
@@ -677,6 +685,9 @@ std::string format_report(const ProfileResult& r, size_t top) {
       o += fmt::format("  energy attribution: sum of per-layer energies {:.6f} J = {:.1f}% of the whole-model {}"
                        "energy\n",
                        *e.layer_sum_j, *e.attribution_pct, e.idle_power_w ? "dynamic " : "");
+    if (e.layer_sum_total_j && e.attribution_total_pct)
+      o += fmt::format("  with idle power left in: sum of per-layer energies {:.6f} J = {:.1f}% of the whole-model {:.6f} J\n",
+                       *e.layer_sum_total_j, *e.attribution_total_pct, e.joules_per_inference);
     if (!e.note.empty()) o += "  note: " + e.note + "\n";
   }
   return o;

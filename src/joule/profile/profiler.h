@@ -41,7 +41,7 @@ struct ProfileOptions {
   kernels::AlgoSpec algo;          // algorithm per node (default: guess)
   int device = -1;                 // -1 CPU; N: CUDA GPU N (runtime::SessionOptions::device)
   std::string gpu_math = "fp32";   // fp32 | tf32 | fp16 | bf16 on the GPU
-  std::vector<std::string> gpu_fp32;  // nodes kept float32 under fp16 | bf16
+  std::vector<std::string> gpu_fp32{};  // nodes kept float32 under fp16 | bf16
   std::string algo_label;          // the --algo value a sweep point used; names the point's
                                    // algorithm column instead of the per-node summary
   uint32_t seed = 0;
@@ -98,6 +98,10 @@ struct EnergyResult {
   std::optional<double> idle_power_w;
   std::string note;
   std::optional<double> layer_sum_j, attribution_pct;
+  // Measured by a sensor: the per-layer replays' energies with idle power left in, over the
+  // whole model's total (no idle estimate in either: the idle figure, read while the device is
+  // still clocked up after the timed runs, moves the dynamic ratio by tens of percent on a GPU).
+  std::optional<double> layer_sum_total_j, attribution_total_pct;
   double window_s = 0;
   std::vector<energy::Sample> samples;  // whole-model window
 };

@@ -126,12 +126,17 @@ int lower_gpu_floats(ir::Graph& g, DType to, const std::vector<std::string>& kee
     for (const std::string& u : unknown) list += (list.empty() ? "" : ", ") + u;
     fail("--gpu-fp32: no node named " + list);
   }
+  // A copy to the GPU read only by kept nodes stays float32 (no rounding through half).
+  std::map<std::string, bool> read_in_half;
+  for (auto& n : g.nodes)
+    for (const std::string& v : n->inputs) read_in_half[v] = read_in_half[v] || !kept.count(n->name);
   int changed = 0;
   std::map<std::string, std::string> twin;  // float32 constant -> its converted copy
   for (auto& np : g.nodes) {
     ir::Node& n = *np;
     if (node_device(n) < 0 || kept.count(n.name)) continue;
     const bool to_host = n.domain == "joule" && n.op_type == "MemcpyToHost";
+    if (n.domain == "joule" && n.op_type == "MemcpyToDevice" && !read_in_half[n.outputs[0]]) continue;
     if (!is_memcpy(n)) {
       const std::vector<bool> host = cuda::host_inputs(n);
       const bool batch_norm = n.domain.empty() && n.op_type == "BatchNormalization";

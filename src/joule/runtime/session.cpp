@@ -60,6 +60,7 @@ Session::Session(ir::Graph graph, SessionOptions options) : graph_(std::move(gra
   passes::infer_shapes(graph_, options.input_shapes);
   device_ = options.device;
   plan_only_ = options.plan_only;
+  if (device_ < 0 && !options.gpu_fp32.empty()) fail("--gpu-fp32 names GPU nodes: it needs --device cuda");
   if (device_ >= 0) {
     const std::string& math = options.gpu_math;
     if (math != "fp32" && math != "tf32" && math != "fp16" && math != "bf16")

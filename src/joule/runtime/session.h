@@ -56,7 +56,7 @@ struct SessionOptions {
   std::string gpu_math = "fp32";
   // With fp16/bf16: GPU nodes kept in float32 (by name; the precision ladder's fallbacks, e.g.
   // the layers joule automp keeps), with casts where their values meet half ones.
-  std::vector<std::string> gpu_fp32;
+  std::vector<std::string> gpu_fp32{};
   // Runs of consecutive GPU nodes are captured into a CUDA graph at the second run and replayed
   // from then on (one launch instead of one per node), except while observers are attached.
   // JOULE_CUDA_GRAPHS=0 in the environment turns it off (A/B timings).
