@@ -55,5 +55,25 @@ TEST(CudaCli, DeviceFlagIsRefusedInOneLineWithoutAGpu) {
   }
 }
 
+TEST(CudaCli, HalfPrecisionOptionsAreCheckedInOneLine) {
+  // --gpu-fp32 names GPU nodes: refused on the CPU; --gpu-math takes four values.
+  const auto cpu = run_joule("bench default --runs 1 --gpu-fp32 conv1");
+  EXPECT_EQ(cpu.code, 2) << cpu.out;
+  EXPECT_EQ(std::count(cpu.out.begin(), cpu.out.end(), '\n'), 1) << cpu.out;
+  EXPECT_NE(cpu.out.find("needs --device cuda"), std::string::npos) << cpu.out;
+  const auto math = run_joule("bench default --runs 1 --device cuda --gpu-math fp8");
+  EXPECT_EQ(math.code, 2) << math.out;
+  EXPECT_NE(math.out.find("fp16"), std::string::npos) << math.out;  // the allowed values are listed
+  if (!have_gpu()) return;
+  const auto fp32 = run_joule("bench default --runs 1 --device cuda --gpu-math tf32 --gpu-fp32 conv1");
+  EXPECT_EQ(fp32.code, 2) << fp32.out;
+  EXPECT_NE(fp32.out.find("fp16 or bf16"), std::string::npos) << fp32.out;
+  const auto unknown = run_joule("bench default --runs 1 --device cuda --gpu-math fp16 --gpu-fp32 no_such_a,no_such_b");
+  EXPECT_EQ(unknown.code, 2) << unknown.out;
+  EXPECT_NE(unknown.out.find("no_such_a, no_such_b"), std::string::npos) << unknown.out;
+  const auto ok = run_joule("bench default --runs 2 --device cuda --gpu-math bf16 --format json");
+  EXPECT_EQ(ok.code, 0) << ok.out;
+}
+
 }  // namespace
 }  // namespace joule

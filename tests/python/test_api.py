@@ -147,6 +147,15 @@ def test_bf16_session_is_checked_against_float32(model):
         joule.Session(model, precision="fp16")
 
 
+def test_gpu_precision_options_reach_the_session(model):
+    # gpu_fp32 names GPU nodes: refused for a CPU session; a list or one name is taken.
+    for keep in (["conv1"], "conv1"):
+        with pytest.raises(joule.BadInput, match="needs --device cuda"):
+            joule.Session(model, threads=1, gpu_fp32=keep)
+    with pytest.raises(TypeError, match="gpu_fp32"):
+        joule.Session(model, threads=1, gpu_fp32=3)
+
+
 def test_sensitivity_automp_compare_info(model, samples, tmp_path):
     s = joule.sensitivity(model, W8A8, calib=samples[0], eval=samples, mode="isolated", samples=8,
                           out_dir=tmp_path / "sens")
