@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <filesystem>
 #include <set>
 
@@ -34,6 +36,41 @@ TEST(BFloat16, RoundsToNearestEven) {
   EXPECT_EQ(static_cast<float>(BFloat16(1.00390625f)), 1.0f);        // tie -> even
   EXPECT_EQ(static_cast<float>(BFloat16(1.01171875f)), 1.015625f);   // tie -> even (up)
   EXPECT_TRUE(std::isnan(static_cast<float>(BFloat16(std::nanf("")))));
+}
+
+// The bulk conversion (F16C on x86 CPUs that have it) gives the scalar constructors' bits on
+// every float whose top 19 bits vary (all exponents, subnormal halves, overflow, ties) and on
+// random ones; NaN stays NaN.
+TEST(Half, BulkConversionEqualsTheScalarOneBitForBit) {
+  std::vector<float> x;
+  for (uint32_t hi = 0; hi < (1u << 19); ++hi) {
+    for (uint32_t lo : {0u, 0xfffu, 0x1000u, 0x1001u, 0x1fffu}) {  // below, at and past a half's rounding point
+      const uint32_t b = (hi << 13) | lo;
+      float f;
+      std::memcpy(&f, &b, 4);
+      x.push_back(f);
+    }
+  }
+  x.push_back(std::nanf(""));
+  x.push_back(-std::numeric_limits<float>::infinity());
+  for (DType to : {DType::Float16, DType::BFloat16}) {
+    std::vector<uint16_t> y(x.size());
+    to_half_bits(x.data(), y.data(), static_cast<int64_t>(x.size()), to);
+    size_t wrong = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const uint16_t want = to == DType::Float16 ? Half(x[i]).bits : BFloat16(x[i]).bits;
+      if (std::isnan(x[i])) {
+        Half h;
+        h.bits = y[i];
+        BFloat16 b;
+        b.bits = y[i];
+        wrong += !std::isnan(to == DType::Float16 ? static_cast<float>(h) : static_cast<float>(b));
+      } else {
+        wrong += y[i] != want;
+      }
+    }
+    EXPECT_EQ(wrong, 0u) << dtype_name(to);
+  }
 }
 
 TEST(DType, OnnxCodesRoundTrip) {

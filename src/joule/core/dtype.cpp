@@ -1,5 +1,9 @@
 #include "joule/core/dtype.h"
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include <cmath>
 
 namespace joule {
@@ -71,6 +75,29 @@ BFloat16::BFloat16(float f) {
   uint32_t lsb = (x >> 16) & 1u;
   x += 0x7fffu + lsb;
   bits = static_cast<uint16_t>(x >> 16);
+}
+
+#if defined(__x86_64__)
+namespace {
+__attribute__((target("avx,f16c"))) void to_half_f16c(const float* x, uint16_t* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+  for (; i < n; ++i) y[i] = Half(x[i]).bits;
+}
+}  // namespace
+#endif
+
+void to_half_bits(const float* x, uint16_t* y, int64_t n, DType to) {
+  if (to == DType::BFloat16) {
+    for (int64_t i = 0; i < n; ++i) y[i] = BFloat16(x[i]).bits;
+    return;
+  }
+#if defined(__x86_64__)
+  static const bool f16c = __builtin_cpu_supports("f16c");
+  if (f16c) return to_half_f16c(x, y, n);
+#endif
+  for (int64_t i = 0; i < n; ++i) y[i] = Half(x[i]).bits;
 }
 
 BFloat16::operator float() const {

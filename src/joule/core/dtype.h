@@ -40,6 +40,10 @@ enum class DType : uint8_t {
   String,  // ONNX string tensors (StringNormalizer, Cast): elements are std::string objects
 };
 
+// y[i] = the float16 (to = Float16) or bfloat16 bits of x[i], round to nearest even: Half(x) and
+// BFloat16(x) bit for bit (F16C where the CPU has it; a NaN stays a NaN, its payload aside).
+void to_half_bits(const float* x, uint16_t* y, int64_t n, DType to);
+
 size_t dtype_size(DType t);
 const char* dtype_name(DType t);
 DType dtype_from_name(const std::string& name);  // "float32", ...; Undefined when unknown

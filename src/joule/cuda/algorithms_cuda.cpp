@@ -5,9 +5,6 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 
 #include "joule/cuda/gpu_kernel.h"
 #include "joule/kernels/eltwise/eltwise.h"
@@ -846,32 +843,6 @@ std::string view_supports(const NodeView& v) {
 }
 std::unique_ptr<kernels::Kernel> view_prepare(const NodeView& v) { return std::make_unique<ViewKernel>(v); }
 
-// float32 -> float16 / bfloat16 on the host, round to nearest even (F16C where the CPU has it).
-#if defined(__x86_64__)
-__attribute__((target("avx,f16c"))) void to_half_f16c(const float* x, uint16_t* y, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
-  for (; i < n; ++i) y[i] = Half(x[i]).bits;
-}
-#endif
-void to_half(const float* x, uint16_t* y, int64_t n, bool bf16) {
-  if (bf16) {
-    for (int64_t i = 0; i < n; ++i) {
-      uint32_t b;
-      std::memcpy(&b, x + i, 4);
-      y[i] = (b & 0x7fffffffu) > 0x7f800000u ? static_cast<uint16_t>((b >> 16) | 0x40u)  // NaN stays a (quiet) NaN
-                                             : static_cast<uint16_t>((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
-    }
-    return;
-  }
-#if defined(__x86_64__)
-  static const bool f16c = __builtin_cpu_supports("f16c");
-  if (f16c) return to_half_f16c(x, y, n);
-#endif
-  for (int64_t i = 0; i < n; ++i) y[i] = Half(x[i]).bits;
-}
-
 // The copies placement inserts. To the device: the host values are copied (or converted, where
 // the GPU keeps float activations in half precision: lower_gpu_floats) by the session's threads
 // into page-locked memory of the copy's own, from which the GPU reads them at full speed (a copy
@@ -914,10 +885,9 @@ class MemcpyKernel : public GpuKernel {
       if (!x.nbytes()) return;
       if (y.nbytes() != pinned_bytes_) fail_internal(k.node.where() + ": staging size");
       check(cudaEventSynchronize(done_), "MemcpyToDevice");  // the last run's copy out of the staging memory is done
-      const bool bf16 = y.dtype() == DType::BFloat16;
       auto part = [&](int64_t b, int64_t e) {
         if (convert_)
-          to_half(x.data<float>() + b, static_cast<uint16_t*>(pinned_) + b, e - b, bf16);
+          to_half_bits(x.data<float>() + b, static_cast<uint16_t*>(pinned_) + b, e - b, y.dtype());
         else
           std::memcpy(static_cast<std::byte*>(pinned_) + b * dtype_size(x.dtype()), static_cast<const std::byte*>(x.raw()) + b * dtype_size(x.dtype()),
                       static_cast<size_t>(e - b) * dtype_size(x.dtype()));
