@@ -1,5 +1,7 @@
 #include "joule/core/dtype.h"
 
+#include "joule/core/cpu_features.h"
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -94,8 +96,7 @@ void to_half_bits(const float* x, uint16_t* y, int64_t n, DType to) {
     return;
   }
 #if defined(__x86_64__)
-  static const bool f16c = __builtin_cpu_supports("f16c");
-  if (f16c) return to_half_f16c(x, y, n);
+  if (cpu_features().avx2_fma) return to_half_f16c(x, y, n);  // (every AVX2 + FMA CPU has F16C)
 #endif
   for (int64_t i = 0; i < n; ++i) y[i] = Half(x[i]).bits;
 }
