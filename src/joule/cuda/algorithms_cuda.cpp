@@ -24,7 +24,7 @@ GpuKernel::GpuKernel(const NodeView& v) : device_(v.device), ctx_(&context(v.dev
   for (const ir::TensorType* t : v.in_types) in_shapes_.push_back(t && t->is_static() ? t->static_shape() : Shape{});
   tf32_ = gpu_math_of(v.node) == "tf32";
   for (DType t : out_dtypes_)
-    if (t == DType::Float32 || t == DType::Float16 || t == DType::BFloat16) {
+    if (gpu_float(t)) {
       elt_ = elt_of(t);
       break;
     }
@@ -40,10 +40,9 @@ std::string gpu_math_of(const ir::Node& n) {
 std::string same_float(const NodeView& v, std::initializer_list<size_t> inputs) {
   DType first = DType::Undefined;
   auto one = [&](const ir::TensorType* t) {
-    const DType d = t->dtype;
-    if (d != DType::Float32 && d != DType::Float16 && d != DType::BFloat16) return false;
-    if (first == DType::Undefined) first = d;
-    return d == first;
+    if (!gpu_float(t->dtype)) return false;
+    if (first == DType::Undefined) first = t->dtype;
+    return t->dtype == first;
   };
   for (size_t i : inputs)
     if (v.has(i) && !one(v.in_types[i])) return "float32, float16 or bfloat16 only, all one type";
@@ -108,21 +107,6 @@ int64_t prod(const Shape& s, size_t b, size_t e) {
 }
 }  // namespace
 
-std::vector<bool> host_inputs(const ir::Node& n) {
-  std::vector<bool> h(n.inputs.size(), false);
-  auto set = [&](std::initializer_list<size_t> idx) {
-    for (size_t i : idx)
-      if (i < h.size()) h[i] = true;
-  };
-  const std::string& t = n.op_type;
-  if (n.domain == "joule" && t == "MemcpyToDevice") set({0});
-  if (!n.domain.empty()) return h;
-  if (t == "Reshape" || t == "Squeeze" || t == "Unsqueeze" || t == "Expand" || t == "Split" || t == "Tile") set({1});
-  if (t == "Slice") set({1, 2, 3, 4});
-  if (t == "Clip" || t == "Dropout") set({1, 2});
-  if (t.rfind("Reduce", 0) == 0) set({1});
-  return h;
-}
 
 namespace {
 
@@ -956,8 +940,7 @@ class CastKernel : public GpuKernel {
 std::string cast_supports(const NodeView& v) {
   if (!onnx(v.node, "Cast")) return "no CUDA kernel for " + v.node.op_type;
   if (std::string r = static_shapes(v, {}); !r.empty()) return r;
-  auto fl = [](DType t) { return t == DType::Float32 || t == DType::Float16 || t == DType::BFloat16; };
-  if (!fl(v.in_types[0]->dtype) || !fl(v.out_types[0]->dtype)) return "Cast between float32, float16 and bfloat16 only";
+  if (!gpu_float(v.in_types[0]->dtype) || !gpu_float(v.out_types[0]->dtype)) return "Cast between float32, float16 and bfloat16 only";
   return "";
 }
 std::unique_ptr<kernels::Kernel> cast_prepare(const NodeView& v) { return std::make_unique<CastKernel>(v); }

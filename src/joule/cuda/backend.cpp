@@ -1,4 +1,5 @@
-// The parts of the CUDA backend's host face that need no CUDA: device names, and the refusals
+// The parts of the CUDA backend's host face that need no CUDA: device names, the inputs GPU
+// kernels read on the host (placement and the lowering to half types, tested everywhere), and the refusals
 // every GPU request gets when joule was built without the toolkit (backend_cuda.cpp otherwise).
 #include "joule/cuda/backend.h"
 
@@ -20,6 +21,23 @@ int parse_device_syntax(const std::string& spec) {
     if (n >= 0) return n;
   }
   fail("--device " + spec + ": expected cpu, cuda or cuda:N");
+}
+
+std::vector<bool> host_inputs(const ir::Node& n) {
+  std::vector<bool> h(n.inputs.size(), false);
+  auto set = [&](std::initializer_list<size_t> idx) {
+    for (size_t i : idx)
+      if (i < h.size()) h[i] = true;
+  };
+  const std::string& t = n.op_type;
+  if (n.domain == "joule" && t == "MemcpyToDevice") set({0});
+  if (!n.domain.empty()) return h;
+  if (t == "Reshape" || t == "Squeeze" || t == "Unsqueeze" || t == "Expand" || t == "Split" || t == "Tile") set({1});
+  if (t == "Slice") set({1, 2, 3, 4});
+  if (t == "Clip" || t == "Dropout") set({1, 2});
+  if (t.rfind("Reduce", 0) == 0) set({1});
+  if (t == "BatchNormalization") set({1, 2, 3, 4});  // folded into a scale and shift at prepare
+  return h;
 }
 
 std::string device_name(int device) { return device < 0 ? "cpu" : "cuda:" + std::to_string(device); }
@@ -47,7 +65,6 @@ DeviceList list_devices() {
   return l;
 }
 Support support(const kernels::NodeView&) { return {"joule was built without CUDA", {}}; }
-std::vector<bool> host_inputs(const ir::Node&) { return {}; }
 const std::vector<const kernels::Algorithm*>& algorithms() {
   static const std::vector<const kernels::Algorithm*> none;
   return none;

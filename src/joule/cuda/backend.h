@@ -38,7 +38,8 @@ int parse_device_syntax(const std::string& spec);
 std::string device_name(int device);  // "cpu", "cuda:0"
 
 // Whether a GPU kernel runs node `v` ("" yes; else the reason, e.g. "no CUDA kernel for Resize"),
-// and which of its inputs it reads in host memory (shapes, axes, bounds: never copied).
+// and which of its inputs it reads in host memory (shapes, axes, bounds, BatchNormalization's
+// statistics: never copied or uploaded).
 struct Support {
   std::string reason;
   std::vector<bool> host_input;  // by input index

@@ -29,6 +29,8 @@ class GpuKernel : public kernels::Kernel {
   k::Elt elt_ = k::Elt::F32;  // the storage type of its float activations (its first float output's)
 };
 
+// float32, float16 or bfloat16: the types GPU kernels compute on (k::Elt).
+inline bool gpu_float(DType t) { return t == DType::Float32 || t == DType::Float16 || t == DType::BFloat16; }
 // The storage type of a float dtype (F32 for any other).
 k::Elt elt_of(DType t);
 // The GPU arithmetic a node asked for (meta "gpu_math": fp32, tf32, fp16, bf16; fp32 when unset).

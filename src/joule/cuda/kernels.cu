@@ -319,65 +319,44 @@ __global__ void reduce_strided_k(const T* x, T* y, int64_t outer, int64_t red, i
   }
 }
 
+// The threads that share a row of softmax or layer norm: the whole block (long rows), or a warp
+// (rows of up to a few thousand: attention scores), eight rows per block, with no shared memory or
+// block barriers; the second and third reads of a row come from L1.
+struct BlockRow {
+  int64_t tid = threadIdx.x, step = blockDim.x;
+  __device__ float merge(Red op, float v) const { return block_merge(op, v); }
+};
+struct WarpRow {
+  int64_t tid = threadIdx.x & 31, step = 32;
+  __device__ float merge(Red op, float v) const { return warp_merge(op, v); }
+};
+// The row of the calling warp, eight (blockDim / 32) rows per block.
+__device__ __forceinline__ int64_t warp_row() { return blockIdx.x * static_cast<int64_t>(blockDim.x >> 5) + (threadIdx.x >> 5); }
+
+template <class T, class G>
+__device__ void softmax_row(const T* row, T* out, int64_t red, bool log, G g) {
+  float m = -INFINITY;
+  for (int64_t i = g.tid; i < red; i += g.step) m = fmaxf(m, f32(row[i]));
+  m = g.merge(Red::Max, m);
+  float sum = 0.f;
+  for (int64_t i = g.tid; i < red; i += g.step) sum += expf(f32(row[i]) - m);
+  sum = g.merge(Red::Sum, sum);
+  if (log) {
+    const float ls = logf(sum);
+    for (int64_t i = g.tid; i < red; i += g.step) out[i] = to<T>(f32(row[i]) - m - ls);
+  } else {
+    const float inv = 1.f / sum;
+    for (int64_t i = g.tid; i < red; i += g.step) out[i] = to<T>(expf(f32(row[i]) - m) * inv);
+  }
+}
 template <class T>
 __global__ void softmax_rows_k(const T* x, T* y, int64_t red, bool log) {
-  const T* row = x + blockIdx.x * red;
-  T* out = y + blockIdx.x * red;
-  float m = -INFINITY;
-  for (int64_t i = threadIdx.x; i < red; i += blockDim.x) m = fmaxf(m, f32(row[i]));
-  m = block_merge(Red::Max, m);
-  float sum = 0.f;
-  for (int64_t i = threadIdx.x; i < red; i += blockDim.x) sum += expf(f32(row[i]) - m);
-  sum = block_merge(Red::Sum, sum);
-  if (log) {
-    const float ls = logf(sum);
-    for (int64_t i = threadIdx.x; i < red; i += blockDim.x) out[i] = to<T>(f32(row[i]) - m - ls);
-  } else {
-    const float inv = 1.f / sum;
-    for (int64_t i = threadIdx.x; i < red; i += blockDim.x) out[i] = to<T>(expf(f32(row[i]) - m) * inv);
-  }
+  softmax_row(x + blockIdx.x * red, y + blockIdx.x * red, red, log, BlockRow());
 }
-// A warp per row (rows of up to a few thousand: attention scores), eight rows per block: no
-// shared memory or block barriers; the second and third reads of a row come from L1.
 template <class T>
 __global__ void softmax_warp_k(const T* x, T* y, int64_t rows, int64_t red, bool log) {
-  const int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x >> 5) + (threadIdx.x >> 5);
-  if (r >= rows) return;
-  const int lane = threadIdx.x & 31;
-  const T* row = x + r * red;
-  T* out = y + r * red;
-  float m = -INFINITY;
-  for (int64_t i = lane; i < red; i += 32) m = fmaxf(m, f32(row[i]));
-  m = warp_merge(Red::Max, m);
-  float sum = 0.f;
-  for (int64_t i = lane; i < red; i += 32) sum += expf(f32(row[i]) - m);
-  sum = warp_merge(Red::Sum, sum);
-  if (log) {
-    const float ls = logf(sum);
-    for (int64_t i = lane; i < red; i += 32) out[i] = to<T>(f32(row[i]) - m - ls);
-  } else {
-    const float inv = 1.f / sum;
-    for (int64_t i = lane; i < red; i += 32) out[i] = to<T>(expf(f32(row[i]) - m) * inv);
-  }
-}
-template <class T>
-__global__ void layer_norm_warp_k(const T* x, T* y, const T* scale, const T* bias, int64_t rows, int64_t cols, float eps) {
-  const int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x >> 5) + (threadIdx.x >> 5);
-  if (r >= rows) return;
-  const int lane = threadIdx.x & 31;
-  const T* row = x + r * cols;
-  T* out = y + r * cols;
-  float s = 0.f;
-  for (int64_t i = lane; i < cols; i += 32) s += f32(row[i]);
-  const float mean = warp_merge(Red::Sum, s) / static_cast<float>(cols);
-  float v = 0.f;
-  for (int64_t i = lane; i < cols; i += 32) {
-    const float d = f32(row[i]) - mean;
-    v += d * d;
-  }
-  const float inv = rsqrtf(warp_merge(Red::Sum, v) / static_cast<float>(cols) + eps);
-  for (int64_t i = lane; i < cols; i += 32)
-    out[i] = to<T>((f32(row[i]) - mean) * inv * f32(scale[i]) + (bias ? f32(bias[i]) : 0.f));
+  const int64_t r = warp_row();
+  if (r < rows) softmax_row(x + r * red, y + r * red, red, log, WarpRow());
 }
 
 template <class T>
@@ -401,21 +380,28 @@ __global__ void softmax_strided_k(const T* x, T* y, int64_t outer, int64_t red, 
 }
 
 // Two passes over the row (mean, then centred variance) for the accuracy of PyTorch's.
-template <class T>
-__global__ void layer_norm_k(const T* x, T* y, const T* scale, const T* bias, int64_t cols, float eps) {
-  const T* row = x + blockIdx.x * cols;
-  T* out = y + blockIdx.x * cols;
+template <class T, class G>
+__device__ void layer_norm_row(const T* row, T* out, const T* scale, const T* bias, int64_t cols, float eps, G g) {
   float s = 0.f;
-  for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) s += f32(row[i]);
-  const float mean = block_merge(Red::Sum, s) / static_cast<float>(cols);
+  for (int64_t i = g.tid; i < cols; i += g.step) s += f32(row[i]);
+  const float mean = g.merge(Red::Sum, s) / static_cast<float>(cols);
   float v = 0.f;
-  for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) {
+  for (int64_t i = g.tid; i < cols; i += g.step) {
     const float d = f32(row[i]) - mean;
     v += d * d;
   }
-  const float inv = rsqrtf(block_merge(Red::Sum, v) / static_cast<float>(cols) + eps);
-  for (int64_t i = threadIdx.x; i < cols; i += blockDim.x)
+  const float inv = rsqrtf(g.merge(Red::Sum, v) / static_cast<float>(cols) + eps);
+  for (int64_t i = g.tid; i < cols; i += g.step)
     out[i] = to<T>((f32(row[i]) - mean) * inv * f32(scale[i]) + (bias ? f32(bias[i]) : 0.f));
+}
+template <class T>
+__global__ void layer_norm_k(const T* x, T* y, const T* scale, const T* bias, int64_t cols, float eps) {
+  layer_norm_row(x + blockIdx.x * cols, y + blockIdx.x * cols, scale, bias, cols, eps, BlockRow());
+}
+template <class T>
+__global__ void layer_norm_warp_k(const T* x, T* y, const T* scale, const T* bias, int64_t rows, int64_t cols, float eps) {
+  const int64_t r = warp_row();
+  if (r < rows) layer_norm_row(x + r * cols, y + r * cols, scale, bias, cols, eps, WarpRow());
 }
 
 template <class T>
@@ -507,8 +493,8 @@ void epilogue(void* y, const void* bias, const void* z, int64_t n, int64_t chann
   by_elt(e, [&](auto t) {
     using T = decltype(t);
     constexpr int kN = Pack<T>::kN;
-    const bool packs = n % kN == 0 && aligned16(y) && (!z || aligned16(z)) &&
-                       (inner == 1 ? channels % kN == 0 && (!bias || aligned16(bias)) : inner % kN == 0);
+    // (bias is read a value at a time: any alignment)
+    const bool packs = n % kN == 0 && aligned16(y) && (!z || aligned16(z)) && (inner == 1 ? channels % kN == 0 : inner % kN == 0);
     if (packs) {
       const int64_t np = n / kN;
       if (n < (int64_t{1} << 31))

@@ -14,7 +14,6 @@ inline constexpr int kMaxRank = 8;
 
 // The storage type of a kernel's activations.
 enum class Elt : int { F32, F16, BF16 };
-inline int elt_size(Elt e) { return e == Elt::F32 ? 4 : 2; }
 
 // y[i] = x[i] converted (float32 <-> float16 <-> bfloat16, round to nearest even).
 void cast(const void* x, Elt from, void* y, Elt to, int64_t n, cudaStream_t s);

@@ -10,6 +10,29 @@ namespace joule::runtime {
 
 namespace {
 bool reads_shape_only(const ir::Node& n) { return n.domain.empty() && (n.op_type == "Shape" || n.op_type == "Size"); }
+
+// Names no node or value of the graph has yet (Graph::unique_name rescans the graph every call):
+// `prefix`, else prefix_1, prefix_2, ...
+class FreshNames {
+ public:
+  explicit FreshNames(const ir::Graph& g) {
+    for (auto& n : g.nodes) {
+      used_.insert(n->name);
+      used_.insert(n->outputs.begin(), n->outputs.end());
+    }
+    used_.insert(g.inputs.begin(), g.inputs.end());
+    for (auto& [k, t] : g.initializers) used_.insert(k);
+  }
+  std::string operator()(const std::string& prefix) {
+    std::string c = prefix;
+    for (int i = 1; used_.count(c); ++i) c = prefix + "_" + std::to_string(i);
+    used_.insert(c);
+    return c;
+  }
+
+ private:
+  std::set<std::string> used_;
+};
 }  // namespace
 
 int node_device(const ir::Node& n) {
@@ -25,19 +48,7 @@ PlacementReport place_on_device(ir::Graph& g, int device, const SupportFn& suppo
   PlacementReport r;
   const std::string dev = cuda::device_name(device);
   g.sort_topologically();
-  std::set<std::string> used;  // node and value names (Graph::unique_name rescans every call)
-  for (auto& n : g.nodes) {
-    used.insert(n->name);
-    used.insert(n->outputs.begin(), n->outputs.end());
-  }
-  used.insert(g.inputs.begin(), g.inputs.end());
-  for (auto& [k, t] : g.initializers) used.insert(k);
-  auto fresh = [&used](const std::string& prefix) {
-    std::string c = prefix;
-    for (int i = 1; used.count(c); ++i) c = prefix + "_" + std::to_string(i);
-    used.insert(c);
-    return c;
-  };
+  FreshNames fresh(g);
   // Where every value lives: graph inputs on the host, constants everywhere (uploaded once).
   std::map<std::string, int> where;
   for (const std::string& in : g.inputs) where[in] = -1;
@@ -118,7 +129,6 @@ PlacementReport place_on_device(ir::Graph& g, int device, const SupportFn& suppo
 
 int lower_gpu_floats(ir::Graph& g, DType to, const std::vector<std::string>& keep) {
   JOULE_CHECK(to == DType::Float16 || to == DType::BFloat16, "lower_gpu_floats to " + std::string(dtype_name(to)));
-  const std::string suffix = std::string("@") + dtype_name(to);
   std::set<std::string> kept(keep.begin(), keep.end()), unknown = kept;
   for (auto& n : g.nodes) unknown.erase(n->name);
   if (!unknown.empty()) {
@@ -130,6 +140,7 @@ int lower_gpu_floats(ir::Graph& g, DType to, const std::vector<std::string>& kee
   std::map<std::string, bool> read_in_half;
   for (auto& n : g.nodes)
     for (const std::string& v : n->inputs) read_in_half[v] = read_in_half[v] || !kept.count(n->name);
+  FreshNames fresh(g);
   int changed = 0;
   std::map<std::string, std::string> twin;  // float32 constant -> its converted copy
   for (auto& np : g.nodes) {
@@ -139,16 +150,14 @@ int lower_gpu_floats(ir::Graph& g, DType to, const std::vector<std::string>& kee
     if (n.domain == "joule" && n.op_type == "MemcpyToDevice" && !read_in_half[n.outputs[0]]) continue;
     if (!is_memcpy(n)) {
       const std::vector<bool> host = cuda::host_inputs(n);
-      const bool batch_norm = n.domain.empty() && n.op_type == "BatchNormalization";
       for (size_t i = 0; i < n.inputs.size(); ++i) {
         const std::string& v = n.inputs[i];
-        if (v.empty() || (i < host.size() && host[i]) || (batch_norm && i >= 1)) continue;
+        if (v.empty() || (i < host.size() && host[i])) continue;
         auto it = g.initializers.find(v);
         if (it == g.initializers.end() || it->second.dtype() != DType::Float32) continue;
-        auto [t, fresh] = twin.try_emplace(v);
-        if (fresh) {
-          std::string name = v + suffix;
-          while (g.initializers.count(name) || g.types.count(name)) name += "_";
+        auto [t, made] = twin.try_emplace(v);
+        if (made) {
+          const std::string name = fresh(v + "@" + dtype_name(to));
           g.initializers[name] = it->second.cast(to);
           if (const ir::TensorType* ty = g.type_of(v)) {
             ir::TensorType c = *ty;
@@ -171,8 +180,6 @@ int lower_gpu_floats(ir::Graph& g, DType to, const std::vector<std::string>& kee
   if (kept.empty()) return changed;
   // Where a kept node reads a half value, or a half node a kept node's float32 one: a Cast on
   // the GPU before the first such reader, shared by the later ones.
-  std::set<std::string> used;
-  for (auto& n : g.nodes) used.insert(n->name);
   std::map<std::pair<std::string, DType>, std::string> cast_of;
   std::vector<std::unique_ptr<ir::Node>> out;
   for (auto& np : g.nodes) {
@@ -185,16 +192,12 @@ int lower_gpu_floats(ir::Graph& g, DType to, const std::vector<std::string>& kee
         if (v.empty() || (i < host.size() && host[i]) || g.is_initializer(v)) continue;
         auto t = g.types.find(v);
         if (t == g.types.end() || (t->second.dtype != DType::Float32 && t->second.dtype != to) || t->second.dtype == want) continue;
-        auto [c, fresh] = cast_of.try_emplace({v, want});
-        if (fresh) {
+        auto [c, made] = cast_of.try_emplace({v, want});
+        if (made) {
           auto cast = std::make_unique<ir::Node>();
           cast->op_type = "Cast";
-          std::string name = "cast_to_" + std::string(dtype_name(want)) + "/" + v;
-          while (used.count(name)) name += "_";
-          used.insert(name);
-          cast->name = name;
-          std::string value = v + "@" + dtype_name(want);
-          while (g.types.count(value) || g.initializers.count(value)) value += "_";
+          cast->name = fresh("cast_to_" + std::string(dtype_name(want)) + "/" + v);
+          const std::string value = fresh(v + "@" + dtype_name(want));
           cast->inputs = {v};
           cast->outputs = {value};
           cast->attrs["to"] = static_cast<int64_t>(dtype_to_onnx(want));

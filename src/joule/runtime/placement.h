@@ -39,8 +39,8 @@ PlacementReport place_on_device(ir::Graph& g, int device, const SupportFn& suppo
 // kernels read and write half the bytes and cuDNN/cuBLAS run on tensor cores (accumulating in
 // float32); the copies back to the host keep float32 and convert on the GPU. The float32
 // constants GPU nodes read on the GPU are converted once into twins (`NAME@float16`) that only
-// those nodes read; CPU nodes, the inputs GPU kernels read on the host and BatchNormalization's
-// statistics (folded in float32 at prepare) keep float32. The GPU nodes named in `keep` stay
+// those nodes read; CPU nodes and the inputs GPU kernels read on the host (cuda::host_inputs:
+// shapes, bounds, BatchNormalization's statistics folded at prepare) keep float32. The GPU nodes named in `keep` stay
 // wholly float32 (the precision ladder's fallbacks), and a Cast node on the GPU converts each
 // value where a float32 reader meets a half writer or the other way round. Returns how many
 // values changed type; names in `keep` that are no node of `g` are refused (BadInput, all listed).

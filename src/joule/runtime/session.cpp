@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <unordered_map>
 
 #include "joule/cuda/backend.h"
@@ -65,10 +66,8 @@ Session::Session(ir::Graph graph, SessionOptions options) : graph_(std::move(gra
     const std::string& math = options.gpu_math;
     if (math != "fp32" && math != "tf32" && math != "fp16" && math != "bf16")
       fail("--gpu-math " + math + ": expected fp32, tf32, fp16 or bf16");
-    for (auto& n : graph_.nodes) {  // kept nodes are planned (and checked) as float32
-      const bool keep = std::find(options.gpu_fp32.begin(), options.gpu_fp32.end(), n->name) != options.gpu_fp32.end();
-      n->meta["gpu_math"] = keep ? "fp32" : math;
-    }
+    const std::set<std::string> kept(options.gpu_fp32.begin(), options.gpu_fp32.end());
+    for (auto& n : graph_.nodes) n->meta["gpu_math"] = kept.count(n->name) ? "fp32" : math;  // kept: planned as float32
     cuda::parse_device(cuda::device_name(device_));  // refuses when no such GPU is usable
     PlacementReport r = place_on_device(graph_, device_, [](const kernels::NodeView& v) {
       cuda::Support s = cuda::support(v);
