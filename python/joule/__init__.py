@@ -325,13 +325,14 @@ def opdb_sweep(config: Optional[str] = None, stage: str = "quick", *, db: Option
 
 def predict(model: Model, *, db: Optional[str] = None, threads: Optional[int] = None, batch: Optional[int] = None,
             regime: Optional[str] = None, passes: Optional[str] = None, int8: Optional[str] = None,
-            exclude_origins: Optional[Sequence[str]] = None) -> PredictResult:
+            exclude_origins: Optional[Sequence[str]] = None, llc_bytes: Optional[float] = None) -> PredictResult:
     """Latency and energy predicted from the operator database, layer by layer over the plan
     `joule run` would compile (threads default 1); exclude_origins=["model:NAME"] leaves rows only
-    that model's layers made out."""
+    that model's layers made out; llc_bytes: the cache regime auto's last-level cache (default: the
+    one this machine reports)."""
     return PredictResult(_joule.predict(model, **_options(
         db=db, threads=threads, batch=batch, regime=regime, passes=passes, int8=int8,
-        exclude_origins=exclude_origins)))
+        exclude_origins=exclude_origins, llc_bytes=llc_bytes)))
 
 
 def profile(model: Model, inputs: Optional[Inputs] = None, *, threads: Union[int, Sequence[int], None] = None,

@@ -272,6 +272,81 @@ TEST(OpdbSweep, ShippedConfigExpandsAndBadConfigsNameTheLine) {
   EXPECT_EQ(opdb::sweep_cases(opdb::load_sweep_config(p), "sanity").size(), 1u);
 }
 
+// Chained points (the default) run in the form a model's layers run in: the conv, pool, batch
+// norm or concat between depthwise 1x1 convs, so N,H,W,C and on the algorithm a model's layer
+// gets; factorised kernels, GELU products, and chained: no for the lone N,C,H,W node.
+TEST(OpdbSweep, ChainedPointsRunAsInAModel) {
+  const fs::path dir = joule::testing::scratch_dir("opdb_chained");
+  const std::string p = (dir / "c.yaml").string();
+  write_file_atomic(p, R"(quick:
+  - op: Conv
+    kernel: 1
+    kernel_w: 7
+    channels: 32
+    size: 12
+  - op: Conv
+    channels: 32
+    size: 12
+    chained: no
+  - op: BatchNormalization
+    channels: 32
+    size: 12
+  - op: MaxPool
+    channels: 32
+    size: 12
+  - op: Concat
+    channels: 32
+    size: 12
+  - op: MatMul
+    m: 20
+    k: 32
+    n: 64
+    act: Gelu
+)");
+  const std::vector<opdb::SweepCase> cases = opdb::sweep_cases(opdb::load_sweep_config(p), "quick");
+  ASSERT_EQ(cases.size(), 6u);
+  // The nodes of a point's plan (default passes, 1 thread) of an op type.
+  auto planned = [&](size_t i, const std::string& op) {
+    api::Prepared pr = api::prepare(cases[i].graph, api::PrepareOptions::with_threads(1));
+    std::vector<ir::Node> out;
+    for (size_t s = 0; s < pr.session->num_steps(); ++s)
+      if (pr.session->step_node(s).op_type == op) out.push_back(pr.session->step_node(s));
+    return out;
+  };
+  auto has = [](const std::vector<ir::Node>& ns, auto pred) { return std::any_of(ns.begin(), ns.end(), pred); };
+  const std::vector<ir::Node> factorised = planned(0, "FusedConv");
+  EXPECT_EQ(factorised.size(), 2u);  // the neighbour and the point's
+  EXPECT_TRUE(has(factorised, [](const ir::Node& n) {
+    return n.attr_ints("kernel_shape") == std::vector<int64_t>{1, 7} &&
+           n.attr_ints("pads") == std::vector<int64_t>{0, 3, 0, 3} && n.attr_int("channels_last", 0) == 1;
+  })) << cases[0].label;
+  const std::vector<ir::Node> alone = planned(1, "FusedConv");
+  ASSERT_EQ(alone.size(), 1u);
+  EXPECT_EQ(alone[0].attr_int("channels_last", 0), 0);
+  // Not folded into the conv before it, and in N,H,W,C with the ReLU after it.
+  const std::vector<ir::Node> bn = planned(2, "BatchNormalization");
+  ASSERT_EQ(bn.size(), 1u);
+  EXPECT_EQ(bn[0].domain, "joule");
+  EXPECT_EQ(bn[0].attr_int("channels_last", 0), 1);
+  const std::vector<ir::Node> pool = planned(3, "MaxPool");
+  ASSERT_EQ(pool.size(), 1u);
+  EXPECT_EQ(pool[0].attr_int("channels_last", 0), 1);
+  const std::vector<ir::Node> cat = planned(4, "Concat");
+  ASSERT_EQ(cat.size(), 1u);
+  EXPECT_EQ(cat[0].attr_int("axis", 1), 3);  // the channels of an N,H,W,C tensor
+  const std::vector<ir::Node> mm = planned(5, "FusedMatMul");
+  ASSERT_EQ(mm.size(), 1u);
+  EXPECT_EQ(mm[0].attr_string("activation", ""), "Gelu");
+
+  write_file_atomic(p, "quick:\n  - op: MaxPool\n    chained: maybe\n");
+  try {
+    opdb::sweep_cases(opdb::load_sweep_config(p), "quick");
+    ADD_FAILURE() << "chained: maybe accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("c.yaml:2: chained must be yes or no, not 'maybe'"), std::string::npos) << e.what();
+  }
+}
+
 // What predict compiles: the plan a full session runs (the same steps on the same algorithms),
 // nothing prepared, and it refuses to run.
 TEST(Predictor, PlanOnlySessionHasTheFullPlanAndDoesNotRun) {

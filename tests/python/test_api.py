@@ -388,6 +388,10 @@ def test_opdb_and_predict_are_the_cli_s(model, tmp_path):
     # Without the model's own rows nothing is exact.
     loo = joule.predict(model, db=db, exclude_origins=["model:fashion_cnn"])
     assert loo.coverage["exact"]["layers"] == 0
+    # A last-level cache a tenth of the weights: every layer with weights takes the cold regime's extra.
+    tiny = joule.predict(model, db=db, llc_bytes=p.to_dict()["weight_bytes"] / 10)
+    assert (p.to_dict()["cold_share"], tiny.to_dict()["cold_share"]) == (0, 1)
+    assert tiny.latency_ms >= p.latency_ms
     with pytest.raises(joule.BadInput, match="no operator database"):
         joule.predict(model, db=tmp_path / "missing.sqlite")
     with pytest.raises(TypeError, match="wrong type|unexpected"):

@@ -215,13 +215,14 @@ struct Builder {
     g.types["x"] = ir::TensorType::of(DType::Float32, s);
     return "x";
   }
-  std::string weight(const std::string& name, const Shape& s, float scale) {
+  // Seeded values in [offset - scale, offset + scale).
+  std::string weight(const std::string& name, const Shape& s, float scale, float offset = 0.f) {
     Tensor t(DType::Float32, s);
     uint32_t x = seed++ * 2654435761u;
     float* p = t.data<float>();
     for (int64_t i = 0; i < t.numel(); ++i) {
       x = x * 1664525u + 1013904223u;
-      p[i] = (static_cast<float>(x >> 8) / 8388608.0f - 1.0f) * scale;
+      p[i] = (static_cast<float>(x >> 8) / 8388608.0f - 1.0f) * scale + offset;
     }
     g.initializers[name] = t;
     g.types[name] = ir::TensorType::of(DType::Float32, s);
@@ -242,7 +243,15 @@ struct Builder {
     g.add_node(n);
     return n.outputs[0];
   }
-  // An activation after `x`: none, Relu, Clip (ReLU6), HardSwish, Sigmoid, Tanh, SiLU (x*sigmoid(x)).
+  // A depthwise 1x1 conv of `x` ([N,c,H,W]): a neighbouring conv, as every conv, pool and
+  // batch norm inside a CNN has one, so that the channels_last pass treats the node measured
+  // as it treats it in a model (N,H,W,C where the conv estimates favour it, with the algorithm
+  // a model's layer gets). Cheap, and measured as a row of its own.
+  std::string neighbour(const std::string& x, int64_t c) {
+    return node("Conv", {x, weight("nb_w" + std::to_string(g.nodes.size()), {c, 1, 1, 1}, 1.f)},
+                {{"kernel_shape", std::vector<int64_t>{1, 1}}, {"group", c}});
+  }
+  // An activation after `x`: none, Relu, Clip (ReLU6), HardSwish, Sigmoid, Tanh, SiLU (x*sigmoid(x)), Gelu.
   std::string act(const std::string& kind, const std::string& x, const std::string& where) {
     if (kind == "none") return x;
     if (kind == "Relu" || kind == "Sigmoid" || kind == "Tanh") return node(kind, {x});
@@ -250,11 +259,22 @@ struct Builder {
     if (kind == "HardSwish") return node("Mul", {x, node("HardSigmoid", {x}, {{"alpha", 1.f / 6}, {"beta", 0.5f}})});
     if (kind == "Clip") return node("Clip", {x, scalar("lo", 0.f), scalar("hi", 6.f)});
     if (kind == "SiLU") return node("Mul", {x, node("Sigmoid", {x})});
-    fail(where + ": unknown activation '" + kind + "' (none, Relu, Clip, HardSwish, Sigmoid, Tanh, SiLU)");
+    if (kind == "Gelu") {  // the Erf form PyTorch exports; fuse_gelu makes one node of it
+      std::string h = node("Div", {x, scalar("sqrt2", 1.41421356f)});
+      std::string e = node("Add", {node("Erf", {h}), scalar("one", 1.f)});
+      return node("Mul", {node("Mul", {x, e}), scalar("half", 0.5f)});
+    }
+    fail(where + ": unknown activation '" + kind + "' (none, Relu, Clip, HardSwish, Sigmoid, Tanh, SiLU, Gelu)");
   }
 };
 
-std::vector<int64_t> pads(int64_t k) { return {k / 2, k / 2, k / 2, k / 2}; }
+// `chained` [yes]: the node between neighbouring convs, as in a CNN (Builder::neighbour), or
+// (no) alone, its input and output the graph's in N,C,H,W.
+bool chained(Params& p, const std::string& where) {
+  const std::string v = p.str("chained", "yes");
+  JOULE_CHECK(v == "yes" || v == "no", where + ": chained must be yes or no, not '" + v + "'");
+  return v == "yes";
+}
 
 // The graph of one point; empty graph when the point is not meaningful (skipped).
 ir::Graph build_case(const std::string& op, Params& p, const std::string& where, double* gflop) {
@@ -263,17 +283,19 @@ ir::Graph build_case(const std::string& op, Params& p, const std::string& where,
   *gflop = 0;
   if (op == "Conv") {
     const int64_t c = p.num("channels", 64), size = p.num("size", 28), k = p.num("kernel", 3), s = p.num("stride", 1);
+    const int64_t kw = p.num("kernel_w", k);  // a factorised kernel (Inception's 1x7, 7x1): k rows, kw columns
     const int64_t out = p.str("out", "same") == "same" ? c : p.num("out", c);
     const std::string gs = p.str("groups", "1");
     const int64_t groups = gs == "depthwise" ? c : p.num("groups", 1);
     const std::string a = p.str("act", "Relu");
     if (c % groups || out % groups) return {};
     std::string x = b.input({n, c, size, size});
-    std::string y = b.node("Conv", {x, b.weight("w", {out, c / groups, k, k}, 0.1f), b.weight("b", {out}, 0.1f)},
-                           {{"kernel_shape", std::vector<int64_t>{k, k}}, {"strides", std::vector<int64_t>{s, s}},
-                            {"pads", pads(k)}, {"group", groups}});
-    const int64_t osz = (size + 2 * (k / 2) - k) / s + 1;
-    *gflop = 2.0 * n * out * osz * osz * (c / groups) * k * k / 1e9;
+    if (chained(p, where)) x = b.neighbour(x, c);
+    std::string y = b.node("Conv", {x, b.weight("w", {out, c / groups, k, kw}, 0.1f), b.weight("b", {out}, 0.1f)},
+                           {{"kernel_shape", std::vector<int64_t>{k, kw}}, {"strides", std::vector<int64_t>{s, s}},
+                            {"pads", std::vector<int64_t>{k / 2, kw / 2, k / 2, kw / 2}}, {"group", groups}});
+    const int64_t oh = (size + 2 * (k / 2) - k) / s + 1, ow = (size + 2 * (kw / 2) - kw) / s + 1;
+    *gflop = 2.0 * n * out * oh * ow * (c / groups) * k * kw / 1e9;
     if (p.str("residual", "no") == "yes") {  // relu(conv(x) + x), as ResNet's blocks end
       if (out != c || s != 1) return {};
       y = b.node("Add", {y, x});
@@ -312,9 +334,12 @@ ir::Graph build_case(const std::string& op, Params& p, const std::string& where,
     } else {
       const int64_t k = p.num("kernel", 3), s = p.num("stride", 2);
       const int64_t pad = p.str("pad", "same") == "same" ? k / 2 : 0;
-      b.g.outputs.push_back(b.node(op, {x}, {{"kernel_shape", std::vector<int64_t>{k, k}},
-                                             {"strides", std::vector<int64_t>{s, s}},
-                                             {"pads", std::vector<int64_t>{pad, pad, pad, pad}}}));
+      const bool between = chained(p, where);
+      if (between) x = b.neighbour(x, c);
+      std::string y = b.node(op, {x}, {{"kernel_shape", std::vector<int64_t>{k, k}},
+                                       {"strides", std::vector<int64_t>{s, s}},
+                                       {"pads", std::vector<int64_t>{pad, pad, pad, pad}}});
+      b.g.outputs.push_back(between ? b.neighbour(y, c) : y);
     }
   } else if (op == "Softmax" || op == "LayerNormalization") {
     const int64_t rows = p.num("rows", 197), cols = p.num("cols", 768);
@@ -330,6 +355,15 @@ ir::Graph build_case(const std::string& op, Params& p, const std::string& where,
       y = b.node("Mul", {y, b.weight("gamma", {cols}, 1.f)});
       b.g.outputs.push_back(b.node("Add", {y, b.weight("beta", {cols}, 0.1f)}));
     }
+  } else if (op == "BatchNormalization") {  // one that follows no conv (DenseNet's pre-activation), so stays
+    const int64_t c = p.num("channels", 64), size = p.num("size", 28);
+    std::string x = b.input({n, c, size, size});
+    const bool between = chained(p, where);
+    if (between) x = b.node("Relu", {b.neighbour(x, c)});  // a conv directly before would absorb it
+    std::string y = b.node(op, {x, b.weight("scale", {c}, 1.f), b.weight("bias", {c}, 0.1f),
+                                b.weight("mean", {c}, 0.1f), b.weight("var", {c}, 0.4f, 1.f)});
+    y = b.act(p.str("act", "Relu"), y, where);
+    b.g.outputs.push_back(between ? b.neighbour(y, c) : y);
   } else if (op == "Transpose") {
     const int64_t c = p.num("channels", 64), size = p.num("size", 56);
     std::string x = b.input({n, c, size, size});
@@ -338,9 +372,11 @@ ir::Graph build_case(const std::string& op, Params& p, const std::string& where,
   } else if (op == "Concat") {
     const int64_t c = p.num("channels", 64), size = p.num("size", 28), parts = p.num("inputs", 2);
     std::string x = b.input({n, c, size, size});
+    const bool between = chained(p, where);  // the branches' convs, and one after (Inception, DenseNet)
     std::vector<std::string> ins;
-    for (int64_t i = 0; i < parts; ++i) ins.push_back(b.node("Relu", {x}));
-    b.g.outputs.push_back(b.node(op, ins, {{"axis", int64_t{1}}}));
+    for (int64_t i = 0; i < parts; ++i) ins.push_back(between ? b.neighbour(x, c) : b.node("Relu", {x}));
+    std::string y = b.node(op, ins, {{"axis", int64_t{1}}});
+    b.g.outputs.push_back(between ? b.neighbour(y, c * parts) : y);
   } else if (op == "Add" || op == "Mul" || op == "Sub" || op == "Div") {
     const int64_t c = p.num("channels", 64), size = p.num("size", 28);
     const std::string bc = p.str("broadcast", "same");
@@ -359,18 +395,16 @@ ir::Graph build_case(const std::string& op, Params& p, const std::string& where,
              op == "Erf" || op == "Exp" || op == "Clip" || op == "SiLU" || op == "Gelu") {
     const int64_t c = p.num("channels", 64), size = p.num("size", 28);
     std::string x = b.input({n, c, size, size});
-    if (op == "Gelu") {  // the Erf form PyTorch exports; fuse_gelu makes one node of it
-      std::string h = b.node("Div", {x, b.scalar("sqrt2", 1.41421356f)});
-      std::string e = b.node("Add", {b.node("Erf", {h}), b.scalar("one", 1.f)});
-      b.g.outputs.push_back(b.node("Mul", {b.node("Mul", {x, e}), b.scalar("half", 0.5f)}));
-    } else if (op == "Relu" || op == "Sigmoid" || op == "Tanh" || op == "HardSwish" || op == "Clip" || op == "SiLU") {
+    if (op == "Relu" || op == "Sigmoid" || op == "Tanh" || op == "HardSwish" || op == "Clip" || op == "SiLU" ||
+        op == "Gelu") {
       b.g.outputs.push_back(b.act(op, x, where));
     } else {
       b.g.outputs.push_back(b.node(op, {x}));
     }
   } else {
     fail(where + ": no sweep for op '" + op +
-         "' (Conv, Gemm, MatMul, MaxPool, AveragePool, GlobalAveragePool, Softmax, LayerNormalization, Transpose, "
+         "' (Conv, Gemm, MatMul, MaxPool, AveragePool, GlobalAveragePool, BatchNormalization, Softmax, LayerNormalization, "
+         "Transpose, "
          "Concat, Add, Mul, Sub, Div, Relu, Sigmoid, Tanh, HardSwish, HardSigmoid, Erf, Exp, Clip, SiLU, Gelu)");
   }
   p.check_all_used(op);

@@ -29,7 +29,7 @@ struct MeasureOptions {
   double sample_ms = 10;      // each the mean of as many calls as fill this long (at least one)
   double min_time_s = 0.05;   // ... and at least this long
   double noisy_cv = 0.02;     // a row above this CV is flagged noisy (reused: after the retries)
-  int retries = 2;            // re-measurements of a noisy reused row (the lowest CV is kept)
+  int retries = 2;            // re-measurements of a noisy reused row (the lowest median is kept)
   std::vector<std::string> regimes = {"reused", "fresh", "cold"};
   // Energy per call: a sensor is read over a loop of calls at least its window long; an
   // estimator models it from the measured time, FLOPs and bytes. Null: no energy.

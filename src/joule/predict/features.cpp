@@ -1,5 +1,6 @@
 #include "joule/predict/features.h"
 
+#include <array>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -31,8 +32,12 @@ std::vector<int64_t> ints_of(const nlohmann::json& attrs, const std::string& nam
 
 float log2p(double v) { return static_cast<float>(std::log2(1.0 + std::max(0.0, v))); }
 
+// The last 5 dims, right-aligned (the last dim in the last place: a [1,M,K] and a [M,K] input
+// put M and K in the same places), NaN before a shorter shape's first.
 void push_dims(std::vector<float>& f, const std::vector<int64_t>& d) {
-  for (size_t i = 0; i < 5; ++i) f.push_back(i < d.size() ? static_cast<float>(d[i]) : kNaN);
+  const size_t n = std::min<size_t>(d.size(), 5);
+  for (size_t i = 0; i < 5 - n; ++i) f.push_back(kNaN);
+  for (size_t i = d.size() - n; i < d.size(); ++i) f.push_back(static_cast<float>(d[i]));
 }
 
 double elements(const std::vector<int64_t>& d) {
@@ -54,6 +59,33 @@ float activation_kind(const nlohmann::json& attrs) {
   for (size_t i = 0; i < kinds.size(); ++i)
     if (attrs["activation"] == kinds[i]) return static_cast<float>(i + 1);
   return static_cast<float>(kinds.size() + 1);
+}
+// The product a matrix-product or convolution node computes, as one GEMM per batch entry:
+// {M, N, K, batch} (a convolution's M its output pixels, N its output channels per group, K
+// its input channels per group times the kernel area, batch its groups), whatever the op type
+// and weight layout (Gemm's [N,K] under transB, MatMul's [K,N]) — the dims the kernels'
+// blocking sees, the same for every op type of a family. NaN for other ops.
+std::array<double, 4> gemm_dims(const opdb::OpKey& k, const std::vector<int64_t>& in0,
+                                const std::vector<int64_t>& out0) {
+  std::array<double, 4> g{kNaN, kNaN, kNaN, kNaN};
+  const float fam = family(k.op_type);
+  const std::vector<int64_t> in1 = k.inputs.size() < 2 ? std::vector<int64_t>{} : dims_of(k.inputs[1]);
+  if (fam == 1 && in0.size() == 4 && out0.size() == 4 && in1.size() == 4) {
+    const std::vector<int64_t> gr = ints_of(k.attrs, "group");
+    const double groups = gr.empty() ? 1 : static_cast<double>(gr[0]);
+    g = {static_cast<double>(out0[0] * out0[2] * out0[3]), static_cast<double>(out0[1]) / groups,
+         static_cast<double>(in1[1] * in1[2] * in1[3]), groups};
+  } else if (fam == 2 && in0.size() >= 2 && in1.size() >= 2 && !out0.empty()) {
+    const bool gemm = k.op_type == "Gemm";
+    const std::vector<int64_t> ta = ints_of(k.attrs, "transA"), tb = ints_of(k.attrs, "transB");
+    const bool trans_a = gemm && !ta.empty() && ta[0] == 1, trans_b = gemm && !tb.empty() && tb[0] == 1;
+    const size_t a = in0.size(), b = in1.size();
+    const double m = static_cast<double>(trans_a ? in0[a - 1] : in0[a - 2]);
+    const double kk = static_cast<double>(trans_a ? in0[a - 2] : in0[a - 1]);
+    const double n = static_cast<double>(trans_b ? in1[b - 2] : in1[b - 1]);
+    g = {m, n, kk, std::max(1.0, elements(out0) / std::max(1.0, m * n))};
+  }
+  return g;
 }
 }  // namespace
 
@@ -95,7 +127,8 @@ const std::vector<std::string>& feature_names() {
       for (int i = 0; i < 5; ++i) n.push_back(std::string(t) + "_d" + std::to_string(i));
     for (const char* s : {"log2_in0_elems", "log2_out0_elems", "kernel_area", "stride", "group", "inputs",
                           "channels_last", "activation", "log2_base_ns", "log2_weight_bytes", "weight_rows",
-                          "weight_cols", "log2_out_per_row", "op_type", "family"})
+                          "weight_cols", "log2_out_per_row", "op_type", "family", "gemm_m", "gemm_n", "gemm_k",
+                          "gemm_batch"})
       n.push_back(s);
     return n;
   }();
@@ -159,6 +192,7 @@ std::vector<float> features(const opdb::OpKey& k, double flops, double bytes, in
   f.push_back(w.empty() || rows <= 0 ? kNaN : log2p(elements(out0) / rows));
   f.push_back(op_index);
   f.push_back(family(k.op_type));
+  for (double v : gemm_dims(k, in0, out0)) f.push_back(std::isnan(v) ? kNaN : static_cast<float>(v));
   return f;
 }
 

@@ -17,8 +17,9 @@ std::vector<int64_t> dims_of(const std::string& type);
 // to 5 each, NaN past the rank), log2 elements in and out, kernel area, first stride, group,
 // number of inputs, channels_last, activation kind, log2 of base_ms in ns (the analytic time the
 // regressor corrects), log2 bytes of the constant inputs, the first constant input's rows and
-// elements per row, log2 output elements per such row, the op type's index (NaN: unknown) and its
-// family (convolution, matrix product, pooling, normalisation, movement, element-wise).
+// elements per row, log2 output elements per such row, the op type's index (NaN: unknown), its
+// family (convolution, matrix product, pooling, normalisation, movement, element-wise), and for
+// convolutions and matrix products the GEMM they compute: M, N, K and the batch (groups).
 std::vector<float> features(const opdb::OpKey& k, double flops, double bytes, int threads, float algorithm_index,
                             float op_index, double base_ms);
 const std::vector<std::string>& feature_names();

@@ -52,6 +52,14 @@ double pick(const std::map<std::string, double>& v, const std::string& regime) {
 // cost annotation counts for a copy.
 double moved_bytes(const std::string& algorithm, double bytes) { return algorithm == "alias" ? 0 : bytes; }
 
+// The op a node's kernels compute: a fused node as its base op (FusedConv a Conv, the
+// activation a feature of its own), Gemm and FusedMatMul a MatMul (the same GEMM kernels; the
+// canonical M, N, K features describe each alike). What the regressor's op type feature sees.
+std::string kernel_op(std::string op) {
+  if (op.starts_with("joule.Fused")) op = op.substr(11);
+  return op == "Gemm" ? "MatMul" : op;
+}
+
 const std::set<std::string> kRegimes = {"auto", "reused", "fresh", "cold", "mid"};  // asked for
 const std::set<std::string> kMeasured = {"reused", "fresh", "cold"};                // isolated rows
 }  // namespace
@@ -105,7 +113,7 @@ struct Predictor::Impl {
   }
   std::vector<float> row(const opdb::OpKey& key, const std::string& algorithm, double flops, double bytes,
                          int threads) {
-    return features(key, flops, bytes, threads, index_of(algo_index, algorithm), index_of(op_index, key.op_type),
+    return features(key, flops, bytes, threads, index_of(algo_index, algorithm), index_of(op_index, kernel_op(key.op_type)),
                     base_ms(flops, bytes, threads));
   }
 
@@ -193,7 +201,7 @@ Predictor::Predictor(const opdb::Store& db, PredictorOptions o) : impl_(std::mak
     impl_->all.push_back(&e);
     impl_->by_family[family(e.key.op_type)].push_back(&e);
     impl_->algo_index.emplace(e.algorithm, 0);
-    impl_->op_index.emplace(e.key.op_type, 0);
+    impl_->op_index.emplace(kernel_op(e.key.op_type), 0);
   }
   for (auto* m : {&impl_->algo_index, &impl_->op_index}) {
     int i = 0;

@@ -363,6 +363,7 @@ PYBIND11_MODULE(_joule, m) {
     k.get("batch", batch);
     if (batch > 0) o.batch = batch;
     k.get("regime", o.predictor.regime);
+    k.get("llc_bytes", o.predictor.llc_bytes);
     k.get("passes", o.passes);
     k.get("int8", o.int8);
     k.strings("exclude_origins", o.predictor.exclude_origins);
