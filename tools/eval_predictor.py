@@ -51,8 +51,8 @@ def main():
         print(f"{n:<22} {full.latency_ms:12.3f} {held.latency_ms:12.3f} {100 * err:+7.1f}% {100 * med:12.1f}% "
               f"{held.coverage['exact']['time_pct']:5.0f}%")
         out.append({"model": n, "all_rows_ms": full.latency_ms, "held_out_ms": held.latency_ms, "error": err,
-                    "layers": [{"name": f["name"], "op_type": f["op_type"], "algorithm": f["algorithm"], "all_rows_ms": f["latency_ms"],
-                                "held_out_ms": h["latency_ms"], "source": h["source"]}
+                    "layers": [{"name": f["name"], "op_type": f["op_type"], "algorithm": f["algorithm"],
+                                "all_rows_ms": f["latency_ms"], "held_out_ms": h["latency_ms"], "source": h["source"]}
                                for f, h in zip(full.layers, held.layers)]})
     if not errors:
         sys.exit("no model had its layers in the store")

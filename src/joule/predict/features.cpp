@@ -70,7 +70,8 @@ std::array<double, 4> gemm_dims(const opdb::OpKey& k, const std::vector<int64_t>
   std::array<double, 4> g{kNaN, kNaN, kNaN, kNaN};
   const float fam = family(k.op_type);
   const std::vector<int64_t> in1 = k.inputs.size() < 2 ? std::vector<int64_t>{} : dims_of(k.inputs[1]);
-  if (fam == 1 && in0.size() == 4 && out0.size() == 4 && in1.size() == 4) {
+  const bool transposed = k.op_type.find("ConvTranspose") != std::string::npos;  // weights [C, O/g, kh, kw]
+  if (fam == 1 && !transposed && in0.size() == 4 && out0.size() == 4 && in1.size() == 4) {
     const std::vector<int64_t> gr = ints_of(k.attrs, "group");
     const double groups = gr.empty() ? 1 : static_cast<double>(gr[0]);
     g = {static_cast<double>(out0[0] * out0[2] * out0[3]), static_cast<double>(out0[1]) / groups,

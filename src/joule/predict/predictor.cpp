@@ -113,8 +113,8 @@ struct Predictor::Impl {
   }
   std::vector<float> row(const opdb::OpKey& key, const std::string& algorithm, double flops, double bytes,
                          int threads) {
-    return features(key, flops, bytes, threads, index_of(algo_index, algorithm), index_of(op_index, kernel_op(key.op_type)),
-                    base_ms(flops, bytes, threads));
+    return features(key, flops, bytes, threads, index_of(algo_index, algorithm),
+                    index_of(op_index, kernel_op(key.op_type)), base_ms(flops, bytes, threads));
   }
 
   // The regressor a layer of `op_type` is predicted by in a regime: its family's (Conv with
