@@ -32,7 +32,8 @@ def main():
 
     names = [m for m in a.models.split(",") if m] or sorted(
         d for d in os.listdir(a.model_dir) if os.path.isfile(os.path.join(a.model_dir, d, "model.onnx")))
-    print(f"{'model':<22} {'all rows ms':>12} {'held out ms':>12} {'error':>8} {'layer med|e|':>13} {'exact':>6}")
+    print(f"{'model':<22} {'all rows ms':>12} {'held out ms':>12} {'error':>8} {'expected':>9} {'layer med|e|':>13} "
+          f"{'exact':>6}")
     out, errors, layer_errors = [], [], []
     for n in names:
         m = joule.load(os.path.join(a.model_dir, n, "model.onnx"))
@@ -48,9 +49,12 @@ def main():
         med = statistics.median(le) if le else 0.0
         errors.append(err)
         layer_errors += le
-        print(f"{n:<22} {full.latency_ms:12.3f} {held.latency_ms:12.3f} {100 * err:+7.1f}% {100 * med:12.1f}% "
+        expected = held["expected_error_pct"]
+        print(f"{n:<22} {full.latency_ms:12.3f} {held.latency_ms:12.3f} {100 * err:+7.1f}% "
+              f"{'-' if expected is None else f'{expected:.1f}%':>9} {100 * med:12.1f}% "
               f"{held.coverage['exact']['time_pct']:5.0f}%")
         out.append({"model": n, "all_rows_ms": full.latency_ms, "held_out_ms": held.latency_ms, "error": err,
+                    "expected_error_pct": expected,
                     "layers": [{"name": f["name"], "op_type": f["op_type"], "algorithm": f["algorithm"],
                                 "all_rows_ms": f["latency_ms"], "held_out_ms": h["latency_ms"], "source": h["source"]}
                                for f, h in zip(full.layers, held.layers)]})

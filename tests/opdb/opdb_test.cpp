@@ -456,6 +456,16 @@ TEST(Predictor, ExactRowsThenRegressorThenRoofline) {
   const double truth = m.layers[0].bytes / 1e7;
   EXPECT_NEAR(m.layers[0].latency_ms, truth, 0.3 * truth);
   EXPECT_GT(m.training_rows.at("Relu"), 8);
+  // How sure: the regressor's out-of-fold errors on rows that follow one law exactly are small;
+  // the whole prediction is this layer, so its expected error is the layer's median one.
+  ASSERT_TRUE(m.layers[0].error_p50_pct && m.layers[0].error_p90_pct && m.expected_error_pct);
+  EXPECT_GE(*m.layers[0].error_p50_pct, 0);
+  EXPECT_LE(*m.layers[0].error_p50_pct, *m.layers[0].error_p90_pct);
+  EXPECT_LT(*m.layers[0].error_p50_pct, 15) << *m.layers[0].error_p90_pct;
+  EXPECT_NEAR(*m.expected_error_pct, *m.layers[0].error_p50_pct, 1e-9);
+  EXPECT_EQ(m.to_json()["layers"][0]["error_p90_pct"].get<double>(), *m.layers[0].error_p90_pct);
+  EXPECT_FALSE(all.expected_error_pct);  // measured rows only
+  EXPECT_TRUE(all.to_json()["expected_error_pct"].is_null());
 
   // Eight times the largest row: the regressor corrects a roofline time rather than
   // predicting the time itself, so the prediction scales with the bytes (a tree of times

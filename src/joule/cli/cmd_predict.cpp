@@ -85,6 +85,9 @@ Action add_predict(CLI::App& app) {
                  p.cold_share);
     if (p.energy_j) fmt::print("energy {:.4g} J per inference ({})\n", *p.energy_j, p.energy_source);
     fmt::print("time from: {}\n", p.coverage_text());
+    if (p.expected_error_pct)
+      fmt::print("expected error: {:.1f}% of the prediction (the regressor's median error on rows it did not learn "
+                 "from, over its layers)\n", *p.expected_error_pct);
     std::vector<const predict::LayerPrediction*> order;
     for (auto& L : p.layers) order.push_back(&L);
     std::stable_sort(order.begin(), order.end(), [](auto* x, auto* y) { return x->latency_ms > y->latency_ms; });

@@ -30,6 +30,7 @@ struct Entry {
   std::map<std::string, double> ms;        // regime -> median
   std::map<std::string, double> energy_j;  // regime -> per call
   std::string energy_source;
+  std::string group;  // the fold it belongs to in the out-of-fold check: its model origin, or ""
 };
 
 std::string id_of(const opdb::OpKey& k, const std::string& algorithm, int threads, const std::string& precision) {
@@ -75,7 +76,16 @@ namespace {
 struct Trained {
   std::optional<Regressor> r;
   size_t rows = 0;
+  // Out-of-fold |log(predicted / measured)|: median and 90th percentile (NaN: too few rows).
+  double err50 = std::numeric_limits<double>::quiet_NaN(), err90 = std::numeric_limits<double>::quiet_NaN();
 };
+
+constexpr int kFolds = 4;
+
+double quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
+}
 }  // namespace
 
 struct Predictor::Impl {
@@ -135,10 +145,15 @@ struct Predictor::Impl {
     Trained t;
     std::vector<std::vector<float>> X;
     std::vector<float> y;
+    std::vector<int> fold;
     for (const Entry* e : rows)
       if (const double ms = pick(e->ms, regime); std::isfinite(ms) && ms > 0) {
         X.push_back(row(e->key, e->algorithm, e->flops, e->bytes, e->threads));
         y.push_back(static_cast<float>(std::log(ms / base_ms(e->flops, e->bytes, e->threads))));
+        // A model's layers share a fold (it is predicted without any of them, as a model the
+        // store has never seen); rows only the sweep made are dealt round the folds (the
+        // sweep is always there).
+        fold.push_back(static_cast<int>((e->group.empty() ? X.size() : std::hash<std::string>{}(e->group)) % kFolds));
       }
     t.rows = X.size();
     if (t.rows >= static_cast<size_t>(o.min_rows)) {
@@ -146,6 +161,23 @@ struct Predictor::Impl {
       p.rounds = 150;
       p.max_depth = 5;
       t.r = Regressor::train(X, y, p);
+      // How sure: each fold predicted by a regressor trained without it.
+      std::vector<double> err;
+      for (int f = 0; f < kFolds && t.rows >= static_cast<size_t>(2 * o.min_rows); ++f) {
+        std::vector<std::vector<float>> Xin, Xout;
+        std::vector<float> yin, yout;
+        for (size_t i = 0; i < X.size(); ++i) {
+          (fold[i] == f ? Xout : Xin).push_back(X[i]);
+          (fold[i] == f ? yout : yin).push_back(y[i]);
+        }
+        if (Xout.empty() || Xin.size() < static_cast<size_t>(o.min_rows)) continue;
+        const std::vector<float> pred = Regressor::train(Xin, yin, p).predict(Xout);
+        for (size_t i = 0; i < pred.size(); ++i) err.push_back(std::abs(static_cast<double>(pred[i]) - yout[i]));
+      }
+      if (!err.empty()) {
+        t.err50 = quantile(err, 0.5);
+        t.err90 = quantile(err, 0.9);
+      }
     }
     return models.emplace(id, std::move(t)).first->second;
   }
@@ -156,6 +188,7 @@ struct Predictor::Impl {
     std::string source;
     std::optional<double> energy_j;
     size_t rows = 0;  // source model: the rows its regressor learned from
+    double err50 = kNaN, err90 = kNaN;  // source model: its out-of-fold errors
   };
   Value value(const opdb::OpKey& key, const std::string& id, const std::string& algorithm, double flops,
               double bytes, int threads, const std::string& regime) {
@@ -169,6 +202,8 @@ struct Predictor::Impl {
       v.ms = base_ms(flops, bytes, threads) * std::exp(t->r->predict(row(key, algorithm, flops, bytes, threads)));
       v.source = "model";
       v.rows = t->rows;
+      v.err50 = t->err50;
+      v.err90 = t->err90;
     }
     return v;
   }
@@ -192,6 +227,8 @@ Predictor::Predictor(const opdb::Store& db, PredictorOptions o) : impl_(std::mak
     e.flops = r.flops;
     e.bytes = moved_bytes(r.algorithm, r.bytes);
     e.ms[r.regime] = r.median_ms;
+    for (const std::string& origin : r.origins)
+      if (origin.starts_with("model:") && (e.group.empty() || origin < e.group)) e.group = origin;
     if (r.energy_j) {
       e.energy_j[r.regime] = *r.energy_j;
       e.energy_source = r.energy_source;
@@ -271,6 +308,8 @@ Prediction Predictor::predict(const runtime::Session& s, const std::string& mode
         if (c.source != "exact") {
           v.source = c.source;
           v.rows = std::max(v.rows, c.rows);
+          v.err50 = std::isnan(v.err50) ? c.err50 : std::max(v.err50, c.err50);
+          v.err90 = std::isnan(v.err90) ? c.err90 : std::max(v.err90, c.err90);
         }
         if (v.energy_j && c.energy_j) *v.energy_j += p.cold_share * (*c.energy_j - *v.energy_j);
       }
@@ -278,6 +317,10 @@ Prediction Predictor::predict(const runtime::Session& s, const std::string& mode
     if (std::isfinite(v.ms)) {
       L.source = v.source;
       if (v.source == "model") p.training_rows[L.op_type] = static_cast<int>(v.rows);
+      if (v.source == "model" && std::isfinite(v.err50)) {
+        L.error_p50_pct = 100 * std::expm1(v.err50);
+        L.error_p90_pct = 100 * std::expm1(v.err90);
+      }
       L.latency_ms = v.ms;
       if ((L.energy_j = v.energy_j)) L.energy_source = im.entries.at(id).energy_source;
     } else {
@@ -297,6 +340,10 @@ Prediction Predictor::predict(const runtime::Session& s, const std::string& mode
     p.coverage_pct[L.source] += L.latency_ms;
     p.layers.push_back(std::move(L));
   }
+  double uncertain_ms = 0;
+  for (const LayerPrediction& L : p.layers)
+    if (L.error_p50_pct) uncertain_ms += L.latency_ms * *L.error_p50_pct / 100;
+  if (p.latency_ms > 0 && p.coverage_layers.count("model")) p.expected_error_pct = 100 * uncertain_ms / p.latency_ms;
   for (auto& [src, ms] : p.coverage_pct) ms = p.latency_ms > 0 ? 100.0 * ms / p.latency_ms : 0;
   for (const char* src : {"exact", "model", "roofline"}) {
     p.coverage_pct.emplace(src, 0.0);
@@ -325,6 +372,10 @@ nlohmann::json Prediction::to_json() const {
                         {"latency_ms", L.latency_ms}, {"source", L.source},  {"flops", L.flops},
                         {"bytes", L.bytes},           {"weight_bytes", L.weight_bytes}};
     l["energy_j"] = L.energy_j ? nlohmann::json(*L.energy_j) : nlohmann::json(nullptr);
+    if (L.error_p50_pct) {
+      l["error_p50_pct"] = *L.error_p50_pct;
+      l["error_p90_pct"] = *L.error_p90_pct;
+    }
     if (L.energy_j) l["energy_source"] = L.energy_source;
     layers_j.push_back(l);
   }
@@ -343,6 +394,7 @@ nlohmann::json Prediction::to_json() const {
           {"isa", isa},
           {"store", store},
           {"training_rows", training_rows},
+          {"expected_error_pct", expected_error_pct ? nlohmann::json(*expected_error_pct) : nlohmann::json(nullptr)},
           {"coverage", cov},
           {"layers", layers_j}};
 }

@@ -9,7 +9,8 @@
 //              the ratio of the measured time to a roofline time plus a dispatch's cost, so
 //              that a layer outside its rows' sizes scales with its FLOPs and bytes;
 //   roofline - max(FLOPs / measured FP32 peak, bytes / measured bandwidth), a lower bound.
-// Each layer says which. Inside a model a layer's input was just written by the layer before
+// Each layer says which, and a layer from a regressor how wrong that regressor was on the rows
+// it did not learn from (4 folds by origin: out-of-fold median and 90th-percentile errors). Inside a model a layer's input was just written by the layer before
 // it (warm), while its weights stay in cache only when the model's weights fit in the
 // last-level cache. `regime` auto (the default) takes each layer's time with warm caches
 // (reused) plus, scaled by the share of the model's weights the cache cannot hold
@@ -39,6 +40,9 @@ struct LayerPrediction {
   double weight_bytes = 0;  // of its constant inputs
   std::optional<double> energy_j;
   std::string energy_source;
+  // source model: the regressor's median and 90th-percentile relative error on rows it did not
+  // learn from (out-of-fold, the folds by origin: a model's layers all in one), in percent.
+  std::optional<double> error_p50_pct, error_p90_pct;
 };
 
 struct Prediction {
@@ -56,6 +60,10 @@ struct Prediction {
   // Op type predicted by a regressor -> the rows that regressor learned from (its family's, or
   // the whole store's).
   std::map<std::string, int> training_rows;
+  // How sure: the regressor's out-of-fold median error over the layers it predicts, weighted
+  // by their time, as a share of the whole prediction (exact rows count 0: they are
+  // measurements, with their own noise); nullopt when no layer came from a regressor.
+  std::optional<double> expected_error_pct;
   nlohmann::json to_json() const;
   // "exact rows 46.0% (38 layers), regressor 54.0% (43), roofline bound 0.0% (0)"
   std::string coverage_text() const;
