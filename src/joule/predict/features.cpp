@@ -65,11 +65,9 @@ float activation_kind(const nlohmann::json& attrs) {
 // its input channels per group times the kernel area, batch its groups), whatever the op type
 // and weight layout (Gemm's [N,K] under transB, MatMul's [K,N]) — the dims the kernels'
 // blocking sees, the same for every op type of a family. NaN for other ops.
-std::array<double, 4> gemm_dims(const opdb::OpKey& k, const std::vector<int64_t>& in0,
-                                const std::vector<int64_t>& out0) {
+std::array<double, 4> gemm_dims(const opdb::OpKey& k, float fam, const std::vector<int64_t>& in0,
+                                const std::vector<int64_t>& out0, const std::vector<int64_t>& in1) {
   std::array<double, 4> g{kNaN, kNaN, kNaN, kNaN};
-  const float fam = family(k.op_type);
-  const std::vector<int64_t> in1 = k.inputs.size() < 2 ? std::vector<int64_t>{} : dims_of(k.inputs[1]);
   const bool transposed = k.op_type.find("ConvTranspose") != std::string::npos;  // weights [C, O/g, kh, kw]
   if (fam == 1 && !transposed && in0.size() == 4 && out0.size() == 4 && in1.size() == 4) {
     const std::vector<int64_t> gr = ints_of(k.attrs, "group");
@@ -192,8 +190,9 @@ std::vector<float> features(const opdb::OpKey& k, double flops, double bytes, in
   f.push_back(w.empty() ? kNaN : static_cast<float>(cols));
   f.push_back(w.empty() || rows <= 0 ? kNaN : log2p(elements(out0) / rows));
   f.push_back(op_index);
-  f.push_back(family(k.op_type));
-  for (double v : gemm_dims(k, in0, out0)) f.push_back(std::isnan(v) ? kNaN : static_cast<float>(v));
+  const float fam = family(k.op_type);
+  f.push_back(fam);
+  for (double v : gemm_dims(k, fam, in0, out0, in1)) f.push_back(std::isnan(v) ? kNaN : static_cast<float>(v));
   return f;
 }
 

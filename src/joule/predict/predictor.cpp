@@ -163,7 +163,8 @@ struct Predictor::Impl {
       t.r = Regressor::train(X, y, p);
       // How sure: each fold predicted by a regressor trained without it.
       std::vector<double> err;
-      for (int f = 0; f < kFolds && t.rows >= static_cast<size_t>(2 * o.min_rows); ++f) {
+      const int folds = t.rows >= static_cast<size_t>(2 * o.min_rows) ? kFolds : 0;
+      for (int f = 0; f < folds; ++f) {
         std::vector<std::vector<float>> Xin, Xout;
         std::vector<float> yin, yout;
         for (size_t i = 0; i < X.size(); ++i) {
@@ -281,6 +282,7 @@ Prediction Predictor::predict(const runtime::Session& s, const std::string& mode
   const double llc_bytes = im.o.llc_bytes > 0 ? im.o.llc_bytes : double(llc.bytes) * llc.instances;
   p.cold_share = im.o.regime == "auto" ? cold_share(p.weight_bytes, llc_bytes) : 0;
   std::set<std::string> precisions, energy_sources;
+  std::optional<double> uncertain_ms;  // the regressor-predicted layers' time x their median errors
   for (size_t step = 0; step < s.num_steps(); ++step) {
     const ir::Node& n = s.step_node(step);
     const auto& c = costed.nodes[index.at(&n)]->meta["common"];
@@ -320,6 +322,7 @@ Prediction Predictor::predict(const runtime::Session& s, const std::string& mode
       if (v.source == "model" && std::isfinite(v.err50)) {
         L.error_p50_pct = 100 * std::expm1(v.err50);
         L.error_p90_pct = 100 * std::expm1(v.err90);
+        uncertain_ms = uncertain_ms.value_or(0) + v.ms * *L.error_p50_pct / 100;
       }
       L.latency_ms = v.ms;
       if ((L.energy_j = v.energy_j)) L.energy_source = im.entries.at(id).energy_source;
@@ -340,10 +343,7 @@ Prediction Predictor::predict(const runtime::Session& s, const std::string& mode
     p.coverage_pct[L.source] += L.latency_ms;
     p.layers.push_back(std::move(L));
   }
-  double uncertain_ms = 0;
-  for (const LayerPrediction& L : p.layers)
-    if (L.error_p50_pct) uncertain_ms += L.latency_ms * *L.error_p50_pct / 100;
-  if (p.latency_ms > 0 && p.coverage_layers.count("model")) p.expected_error_pct = 100 * uncertain_ms / p.latency_ms;
+  if (uncertain_ms && p.latency_ms > 0) p.expected_error_pct = 100 * *uncertain_ms / p.latency_ms;
   for (auto& [src, ms] : p.coverage_pct) ms = p.latency_ms > 0 ? 100.0 * ms / p.latency_ms : 0;
   for (const char* src : {"exact", "model", "roofline"}) {
     p.coverage_pct.emplace(src, 0.0);
