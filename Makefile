@@ -6,6 +6,12 @@ MODEL_CACHE ?= $(HOME)/.cache/joule/models
 PY := /usr/bin/python3
 comma := ,
 export JOULE_MODEL_DIR := $(MODEL_CACHE)
+# A compiler cache shared by every clone (CI builds a fresh clone each time): paths under the
+# clone are hashed relative to it, and the -g builds do not hash the working directory.
+CCACHE = $(shell command -v ccache 2>/dev/null)
+LAUNCHER = $(if $(CCACHE),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := 1
 
 .PHONY: all setup build test demo fixtures clean train-fashion bench-train zoo opdb-bench san-build test-asan test-asan-fast fuzz
 
@@ -15,7 +21,7 @@ setup:
 	@bash scripts/setup.sh
 
 build: setup
-	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(LAUNCHER) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 
 # Real architectures exported from PyTorch with reference outputs; regenerated only when
@@ -75,7 +81,7 @@ SAN_BUILD ?= build-fuzz
 SAN_OPT ?= -O1
 SAN_FLAGS := -fsanitize=address,undefined,fuzzer-no-link -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 san-build: setup
-	@CC=clang CXX=clang++ cmake -S . -B $(SAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	@CC=clang CXX=clang++ cmake -S . -B $(SAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(LAUNCHER) \
 	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$(SAN_OPT) -g" -DCMAKE_CXX_FLAGS="$(SAN_FLAGS)" -DJOULE_FILE_O3=OFF \
 	  -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=address,undefined \
 	  -DJOULE_CUDA=OFF -DJOULE_WERROR=OFF >/dev/null
