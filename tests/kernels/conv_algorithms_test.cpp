@@ -3,6 +3,8 @@
 // 1-D convs, batch, threads, and FusedConv epilogues (bias, residual, Relu/LeakyRelu/Clip/Sigmoid/SiLU/HardSwish).
 #include <fmt/core.h>
 
+#include <cmath>
+#include <limits>
 #include <map>
 
 #include "graph_builder.h"
@@ -151,6 +153,7 @@ TEST(ConvAlgorithms, MatchReferenceOnRandomShapes) {
     if (needs_avx512 && !cpu_features().avx512) continue;
     if (name.rfind("winograd", 0) == 0 && !cpu_features().avx2_fma) continue;
     if (name == "onednn_bf16" && !bf16_unsupported_reason().empty()) continue;  // refused, with the reason
+    if (name == "grouped") continue;  // N,H,W,C only: GroupedMatchesNchw
     EXPECT_GE(ran[a->name], 15) << a->name << " supported too few of the random cases";
   }
 }
@@ -253,6 +256,78 @@ TEST(ConvAlgorithms, ChannelsLastStridedGroupedMatchesNchw) {
   }
 }
 
+
+// `grouped` (thin grouped convs on N,H,W,C, 8 output channels per vector) against the N,C,H,W
+// reference: 1 to 24 input and 8 to 24 output channels per group, kernels 1x1 to 5x5 with
+// strides, dilations and asymmetric pads (edge columns clipped, rows skipped), widths from 1 to
+// 40 (blocks of 8/5/4/2/1 columns), residual, every activation it takes, 1 and 2 threads; NaN
+// and Inf in some inputs. Every other N,C,H,W-only algorithm and a non-grouped conv are refused.
+TEST(ConvAlgorithms, GroupedMatchesNchw) {
+  if (!cpu_features().avx2_fma) GTEST_SKIP() << "grouped needs AVX2 with FMA";
+  std::mt19937 rng(91);
+  auto r = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  int ran = 0, nan_cases = 0;
+  for (int i = 0; i < 60; ++i) {
+    ConvCase k{};
+    k.group = r(2, 6);
+    k.c = r(1, 24) * k.group;
+    k.m = 8 * r(1, 3) * k.group;
+    k.n = r(1, 2);
+    k.kh = r(1, 5);
+    k.kw = r(1, 5);
+    if (r(0, 1)) k.kh = k.kw = 3;
+    k.sh = r(1, 2);
+    k.sw = r(1, 2);
+    k.dh = r(0, 4) == 0 ? 2 : 1;
+    k.dw = r(0, 4) == 0 ? 2 : 1;
+    k.h = r(1, 12);
+    k.w = r(1, 40);
+    k.pt = r(0, 2);
+    k.pb = r(0, 2);
+    k.pl = r(0, 2);
+    k.pr = r(0, 2);
+    if (k.h + k.pt + k.pb < (k.kh - 1) * k.dh + 1 || k.w + k.pl + k.pr < (k.kw - 1) * k.dw + 1) {
+      --i;
+      continue;
+    }
+    k.bias = r(0, 3) != 0;
+    k.residual = r(0, 2) == 0;
+    const char* acts[] = {"", "Relu", "LeakyRelu", "Clip"};
+    k.act = acts[r(0, 3)];
+    k.threads = static_cast<int>(r(1, 2));
+    NhwcProblem p = nhwc_problem(k, 500 + static_cast<uint32_t>(i), 13u * static_cast<uint32_t>(i));
+    const bool special = i % 5 == 4;  // NaN and Inf in the input: the reference's NaN at the same places
+    if (special) {
+      Tensor& x = p.in.at("x");
+      x.data<float>()[0] = std::numeric_limits<float>::quiet_NaN();
+      x.data<float>()[x.numel() / 2] = std::numeric_limits<float>::infinity();
+      p.want = testing::run_with_algo(p.graph, p.in, {"reference"}, "conv", k.threads).out.at("y");
+    }
+    const auto got = testing::run_with_algo(p.graph, p.in, {"conv=grouped"}, "conv", k.threads);
+    ASSERT_EQ(got.algorithm, "grouped") << describe(k);
+    ++ran;
+    const Tensor& y = got.out.at("y");
+    if (special) {
+      int64_t nan = 0;
+      for (int64_t e = 0; e < y.numel(); ++e) {
+        const float a = y.data<float>()[e], b = p.want.data<float>()[e];
+        EXPECT_EQ(std::isnan(a), std::isnan(b)) << describe(k) << " at " << e;
+        nan += std::isnan(b);
+        if (!std::isnan(b) && !std::isnan(a) && (std::isinf(a) || std::isinf(b))) {
+          EXPECT_EQ(a, b) << describe(k);
+        }
+      }
+      nan_cases += nan > 0;  // a stride or pad may skip the NaN's row
+    } else {
+      EXPECT_LE(testing::rel_error(y, p.want), 1e-4) << describe(k);
+    }
+  }
+  EXPECT_EQ(ran, 60);
+  EXPECT_GE(nan_cases, 6);
+  ConvCase plain{1, 16, 8, 8, 16, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, false, false, "", 1};
+  const NhwcProblem p = nhwc_problem(plain, 1, 2);
+  EXPECT_THROW(testing::run_with_algo(p.graph, p.in, {"conv=grouped"}, "conv", 1), Error);
+}
 
 // ConvTranspose's gemm algorithm against the reference kernel: 1-D to 3-D, groups, strides,
 // dilations, pads, output_padding, output_shape, with and without bias; batches split over

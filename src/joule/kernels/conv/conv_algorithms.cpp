@@ -12,6 +12,7 @@
 
 #include "joule/kernels/conv/direct.h"
 #include "joule/kernels/conv/fft.h"
+#include "joule/kernels/conv/grouped.h"
 #include "joule/kernels/conv/im2col_gemm.h"
 #include "joule/kernels/conv/implicit_gemm.h"
 #include "joule/kernels/conv/onednn.h"
@@ -60,7 +61,10 @@ double nhwc_kxk_gflops(const ConvShape& s) {
   const double in_bytes = 4.0 * static_cast<double>(s.n * s.c * s.h * s.w);  // the whole batch's
   if (thin_grouped(s)) {
     if (s.cg() % 8 != 0) return 140 * 0.35;
-    return in_bytes <= 4194304 ? 140 : 140 * 0.5;
+    // RegNetY's 8 and RegNetX's 16 channels per group, every 3x3 layer at batch 1 and 8 in
+    // N,H,W,C (2026-11-27, Zen 3): 20-31 and 41-56 GFLOP/s at batch 1, 8-23 and 20-45 at batch 8
+    // with inputs above 4 MB.
+    return in_bytes <= 4194304 ? 140 * 0.8 : 140 * 0.4;
   }
   if (in_bytes <= 1048576 || s.m < 64) return 140;
   return 140 * 0.5;
@@ -147,6 +151,9 @@ double winograd_estimate(const NodeView& v) {
     // ~52 at 7x7. Scaled to the oneDNN estimate's 140.
     const bool medium = p.shape.oh * p.shape.ow < 28 * 28;
     gf = Tile == 4 ? (small ? 95 : medium ? 150 : 210) : (small ? 85 : 125);
+    // Thin grouped layers fall further: RegNetY's 8 and RegNetX's 16 channels per group at
+    // 28x28 (1 and 8 images) 27-31 and 45 GFLOP/s, 0.6-0.8 of the linear group factor's rate.
+    if (thin_grouped(p.shape)) gf *= 0.7;
   }
   gf *= linear_group_factor(p.shape);
   return time_ms(p.shape, v.threads, gf, 0.01);
@@ -252,8 +259,44 @@ std::unique_ptr<Kernel> implicit_prepare(const NodeView& v) {
   });
 }
 
+// ---- grouped (N,H,W,C only)
+std::string grouped_supports_node(const NodeView& v) {
+  ConvProblem p;
+  if (std::string r = read_conv_problem(v, &p); !r.empty()) return r;
+  if (!p.channels_last) return "computes N,H,W,C tensors only (a channels_last node)";
+  if (std::string r = avx2_fma_missing_reason(); !r.empty()) return r;
+  if (std::string r = p.epilogue.simple_activation(); !r.empty()) return r;
+  return grouped_nhwc_supports(p.shape);
+}
+// The same layers as oneDNN's rates above (nhwc_kxk_gflops): 22-30 GFLOP/s with 8 output
+// channels per group at batch 1 and 17-36 at batch 8 (one vector of outputs per broadcast input
+// value), 47-62 and 35-58 with 16 (two vectors per broadcast). Measured on AVX2 only: on CPUs
+// with AVX-512 oneDNN's grouped kernels are rated above it.
+double grouped_estimate(const NodeView& v) {
+  ConvProblem p;
+  read_conv_problem(v, &p);
+  const ConvShape& s = p.shape;
+  const double gf = 30.0 * std::min(2.0, static_cast<double>(s.mg()) / 8.0) * std::min(1.0, static_cast<double>(s.cg()) / 8.0);
+  return time_ms(s, v.threads, gf, 0.003);
+}
+std::unique_ptr<Kernel> grouped_prepare(const NodeView& v) {
+  return prepare_conv(v, [](const ConvProblem& p, int) {
+    return make_grouped_nhwc_conv(p.shape, p.weight, p.bias, p.epilogue);
+  });
+}
+
 }  // namespace
 
+std::string grouped_nhwc_supports(const ConvShape& s) {
+  if (s.group <= 1 || s.depthwise()) return "not a grouped convolution (group > 1, not depthwise)";
+  if (s.mg() % 8 != 0) return "output channels per group not a multiple of 8";
+  return "";
+}
+
+extern const Algorithm kConvGrouped;
+const Algorithm kConvGrouped{"conv", "grouped",
+                             "thin grouped convs on N,H,W,C: 8 output channels of a group per AVX2 vector",
+                             grouped_supports_node, grouped_estimate, grouped_prepare};
 extern const Algorithm kConvIm2colGemm;
 const Algorithm kConvIm2colGemm{"conv", "im2col_gemm", "explicit im2col + oneDNN SGEMM on the pool (1x1: plain GEMM)",
                                 im2col_supports_node, im2col_estimate, im2col_prepare};

@@ -170,7 +170,7 @@ bool channels_last_estimated_faster(const ir::Graph& g, const ir::Node& n, int t
     if (w.has(i)) w.in_types[i] = &nhwc.emplace_back(ops::movement::permute_type(*w.in_types[i], ops::movement::kNchwToNhwc));
   if (w.out_types.empty() || !w.out_types[0]) return false;
   w.out_types[0] = &nhwc.emplace_back(ops::movement::permute_type(*w.out_types[0], ops::movement::kNchwToNhwc));
-  for (const char* name : {"onednn", "onednn_bf16"}) {
+  for (const char* name : {"onednn", "onednn_bf16", "grouped"}) {
     const Algorithm* a = find_algorithm("conv", name);
     if (a && spec.ranks(*a) && a->supports(w).empty() && a->estimate_ms(w) < best) return true;
   }
