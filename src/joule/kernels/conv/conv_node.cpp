@@ -145,7 +145,7 @@ std::string read_conv_problem(const NodeView& v, ConvProblem* p, bool runtime_we
 
 std::string read_nchw_conv_problem(const NodeView& v, ConvProblem* p) {
   if (std::string r = read_conv_problem(v, p); !r.empty()) return r;
-  return p->channels_last ? "channels_last (N,H,W,C) tensors: only onednn computes that layout" : "";
+  return p->channels_last ? "channels_last (N,H,W,C) tensors: only onednn and grouped compute that layout" : "";
 }
 
 bool channels_last_estimated_faster(const ir::Graph& g, const ir::Node& n, int threads, const AlgoSpec& spec) {
