@@ -2,11 +2,14 @@
 //
 // Weights are packed once per (group, block of 8 output channels) as [KH][KW][C/group][8]: for
 // one tap and one input channel, the 8 outputs' weights are one vector. A block of P output
-// pixels of one row keeps P x NB accumulators (NB blocks of 8 channels) in registers; each
-// input value is broadcast once and multiplies NB weight vectors. Pixels whose taps all fall
-// inside the row run unchecked in blocks; the few at the padded edges run one by one with the
-// column checked. The epilogue (bias, residual, ReLU/Clip/LeakyReLU) is applied in registers,
-// NaN kept as the reference keeps it.
+// columns of one row keeps P x NB sums (NB blocks of 8 channels) in registers; each input value
+// is broadcast once and multiplies NB weight vectors. Narrow blocks keep several partial sums
+// per output so that enough FMAs are in flight. Columns whose taps all fall inside the row run
+// in blocks of 8 (5 with two channel blocks) down to 1; the few at the padded edges run one by
+// one with their taps clipped to the row. A task is one output row (groups split only when rows
+// are few), its column blocks outermost, so the row's input is read front to back; the next
+// output row's input is prefetched a row ahead. The epilogue (bias, residual,
+// ReLU/Clip/LeakyReLU) is applied in registers, NaN kept as the reference keeps it.
 #include <immintrin.h>
 
 #include <algorithm>
