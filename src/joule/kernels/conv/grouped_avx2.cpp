@@ -13,6 +13,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "joule/core/error.h"
@@ -27,14 +28,16 @@ class GroupedNhwc final : public ConvKernel {
   GroupedNhwc(const ConvShape& s, const float* weight, const float* bias, const Epilogue& ep)
       : s_(s), ep_(ep), nob_(s.mg() / 8), taps_(s.kh * s.kw) {
     const int64_t cg = s.cg(), mg = s.mg();
-    wp_.assign(static_cast<size_t>(s.m * cg * taps_), 0.f);
+    // Aligned to the cache line: a weight vector never spans two.
+    wp_.assign(static_cast<size_t>(s.m * cg * taps_ + 16), 0.f);
+    w_ = wp_.data() + (64 - reinterpret_cast<uintptr_t>(wp_.data()) % 64) % 64 / sizeof(float);
     for (int64_t g = 0; g < s.group; ++g)
       for (int64_t ob = 0; ob < nob_; ++ob)
         for (int64_t t = 0; t < taps_; ++t)
           for (int64_t ci = 0; ci < cg; ++ci)
             for (int64_t l = 0; l < 8; ++l) {
               const int64_t m = g * mg + ob * 8 + l;
-              wp_[static_cast<size_t>((((g * nob_ + ob) * taps_ + t) * cg + ci) * 8 + l)] =
+              w_[(((g * nob_ + ob) * taps_ + t) * cg + ci) * 8 + l] =
                   weight[(m * cg + ci) * taps_ + t];
             }
     bias_.assign(static_cast<size_t>(s.m), 0.f);
@@ -146,7 +149,7 @@ class GroupedNhwc final : public ConvKernel {
   };
 
   const float* weights(int64_t g, int64_t ob, int64_t t) const {
-    return wp_.data() + ((g * nob_ + ob) * taps_ + t) * s_.cg() * 8;
+    return w_ + ((g * nob_ + ob) * taps_ + t) * s_.cg() * 8;
   }
 
   template <int NB, int P>
@@ -235,6 +238,7 @@ class GroupedNhwc final : public ConvKernel {
   Epilogue ep_;
   int64_t nob_, taps_, ow_lo_ = 0, ow_hi_ = 0;
   std::vector<float> wp_, bias_;
+  float* w_ = nullptr;  // the packed weights in wp_
 };
 
 }  // namespace
