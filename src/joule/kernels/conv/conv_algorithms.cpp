@@ -270,8 +270,9 @@ std::string grouped_supports_node(const NodeView& v) {
 }
 // The same layers as oneDNN's rates above (nhwc_kxk_gflops): 22-30 GFLOP/s with 8 output
 // channels per group at batch 1 and 17-36 at batch 8 (one vector of outputs per broadcast input
-// value), 47-62 and 35-58 with 16 (two vectors per broadcast). Measured on AVX2 only: on CPUs
-// with AVX-512 oneDNN's grouped kernels are rated above it.
+// value), 47-62 and 35-58 with 16 (two vectors per broadcast); with fewer than 8 input
+// channels per group assumed slower in proportion (not measured: no zoo model has them). Measured
+// on AVX2 only: on CPUs with AVX-512 oneDNN's grouped kernels are rated above it.
 double grouped_estimate(const NodeView& v) {
   ConvProblem p;
   read_conv_problem(v, &p);
