@@ -142,7 +142,8 @@ bool AlgoSpec::uses_auto() const {
 bool AlgoSpec::wants_channels_last(const ir::Graph& g, const ir::Node& n, int threads) const {
   const std::vector<std::string>* rule = rule_for(n, "conv");
   const std::string& first = rule && !rule->empty() ? rule->front() : policy;
-  if (first == "onednn" || first == "onednn_bf16" || first == "grouped") return true;  // N,H,W,C kernels
+  const std::vector<std::string>& nhwc = channels_last_conv_algorithms();
+  if (std::find(nhwc.begin(), nhwc.end(), first) != nhwc.end()) return true;
   if (first != "guess" && first != "auto") return false;
   return channels_last_estimated_faster(g, n, threads > 0 ? threads : ThreadPool::default_threads(), *this);
 }

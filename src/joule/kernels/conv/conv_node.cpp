@@ -143,9 +143,14 @@ std::string read_conv_problem(const NodeView& v, ConvProblem* p, bool runtime_we
   return "";
 }
 
+const std::vector<std::string>& channels_last_conv_algorithms() {
+  static const std::vector<std::string> names = {"onednn", "onednn_bf16", "grouped"};
+  return names;
+}
+
 std::string read_nchw_conv_problem(const NodeView& v, ConvProblem* p) {
   if (std::string r = read_conv_problem(v, p); !r.empty()) return r;
-  return p->channels_last ? "channels_last (N,H,W,C) tensors: only onednn and grouped compute that layout" : "";
+  return p->channels_last ? "channels_last (N,H,W,C) tensors: only onednn, onednn_bf16 and grouped compute that layout" : "";
 }
 
 bool channels_last_estimated_faster(const ir::Graph& g, const ir::Node& n, int threads, const AlgoSpec& spec) {
@@ -170,7 +175,7 @@ bool channels_last_estimated_faster(const ir::Graph& g, const ir::Node& n, int t
     if (w.has(i)) w.in_types[i] = &nhwc.emplace_back(ops::movement::permute_type(*w.in_types[i], ops::movement::kNchwToNhwc));
   if (w.out_types.empty() || !w.out_types[0]) return false;
   w.out_types[0] = &nhwc.emplace_back(ops::movement::permute_type(*w.out_types[0], ops::movement::kNchwToNhwc));
-  for (const char* name : {"onednn", "onednn_bf16", "grouped"}) {
+  for (const std::string& name : channels_last_conv_algorithms()) {
     const Algorithm* a = find_algorithm("conv", name);
     if (a && spec.ranks(*a) && a->supports(w).empty() && a->estimate_ms(w) < best) return true;
   }

@@ -4,6 +4,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "joule/kernels/algorithm.h"
 #include "joule/kernels/conv/conv_shape.h"
@@ -32,6 +33,9 @@ std::string read_conv_shape(const ir::Node& n, const Shape& xs, const Shape& ws,
 std::string read_conv_problem(const NodeView& v, ConvProblem* p, bool runtime_weights_ok = false);
 // The same for algorithms that compute only N,C,H,W: a channels_last node is refused.
 std::string read_nchw_conv_problem(const NodeView& v, ConvProblem* p);
+
+// The conv algorithms that compute channels_last (N,H,W,C) nodes; every other one refuses them.
+const std::vector<std::string>& channels_last_conv_algorithms();
 
 // Would the float Conv/FusedConv `n` of `g` (N,C,H,W) run faster channels_last? True when the
 // guess estimate of onednn on N,H,W,C tensors is below the lowest estimate of the algorithms

@@ -165,7 +165,7 @@ class GroupedNhwc final : public ConvKernel {
     for (int p = 0; p < P; ++p)
 #pragma GCC unroll 2
       for (int b = 0; b < NB; ++b)
-        finish(acc[p][b], w.yr, w.rr, (ow + p) * s_.m + g * s_.mg() + (ob + b) * 8, g * s_.mg() + (ob + b) * 8);
+        finish(acc[p][b], w, ow + p, g * s_.mg() + (ob + b) * 8);
   }
 
   template <int NB, int P, int S>
@@ -216,10 +216,11 @@ class GroupedNhwc final : public ConvKernel {
       }
   }
 
-  // y = act(acc + bias + residual) for 8 channels at yr[at]; m: the first channel's index.
-  void finish(__m256 v, float* yr, const float* rr, int64_t at, int64_t m) const {
+  // y = act(acc + bias + residual) for channels [m, m + 8) of column `col` of the row.
+  void finish(__m256 v, const Row& w, int64_t col, int64_t m) const {
+    const int64_t at = col * s_.m + m;
     v = _mm256_add_ps(v, _mm256_loadu_ps(bias_.data() + m));
-    if (rr) v = _mm256_add_ps(v, _mm256_loadu_ps(rr + at));
+    if (w.rr) v = _mm256_add_ps(v, _mm256_loadu_ps(w.rr + at));
     switch (ep_.act) {
       case Activation::kRelu: v = _mm256_max_ps(_mm256_setzero_ps(), v); break;  // NaN: the second operand
       case Activation::kClip:
@@ -231,7 +232,7 @@ class GroupedNhwc final : public ConvKernel {
         break;
       default: break;
     }
-    _mm256_storeu_ps(yr + at, v);
+    _mm256_storeu_ps(w.yr + at, v);
   }
 
   ConvShape s_;
