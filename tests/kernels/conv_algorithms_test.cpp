@@ -153,7 +153,7 @@ TEST(ConvAlgorithms, MatchReferenceOnRandomShapes) {
     if (needs_avx512 && !cpu_features().avx512) continue;
     if (name.rfind("winograd", 0) == 0 && !cpu_features().avx2_fma) continue;
     if (name == "onednn_bf16" && !bf16_unsupported_reason().empty()) continue;  // refused, with the reason
-    if (name == "grouped") continue;  // N,H,W,C only: GroupedMatchesNchw
+    if (name == "grouped" || name == "implicit_nhwc") continue;  // N,H,W,C only: *MatchesNchw below
     EXPECT_GE(ran[a->name], 15) << a->name << " supported too few of the random cases";
   }
 }
@@ -257,6 +257,50 @@ TEST(ConvAlgorithms, ChannelsLastStridedGroupedMatchesNchw) {
 }
 
 
+bool kernel_fits(const ConvCase& k) {
+  return k.h + k.pt + k.pb >= (k.kh - 1) * k.dh + 1 && k.w + k.pl + k.pr >= (k.kw - 1) * k.dw + 1;
+}
+
+// Bias, residual, one of the activations the hand-written kernels apply, and 1 or 2 threads.
+void random_simple_epilogue(ConvCase& k, std::mt19937& rng) {
+  auto r = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  k.bias = r(0, 3) != 0;
+  k.residual = r(0, 2) == 0;
+  const char* acts[] = {"", "Relu", "LeakyRelu", "Clip"};
+  k.act = acts[r(0, 3)];
+  k.threads = static_cast<int>(r(1, 2));
+}
+
+// Runs `algo` on the N,H,W,C problem of case k and checks it against the N,C,H,W reference;
+// `special`: NaN and Inf written into the input first, NaN positions must match. Returns whether
+// a NaN reached the output (a stride or pad may skip the NaN's row).
+bool expect_nhwc_algo_matches(const std::string& algo, const ConvCase& k, uint32_t seed, bool special) {
+  NhwcProblem p = nhwc_problem(k, 500 + seed, 13u * seed);
+  if (special) {
+    Tensor& x = p.in.at("x");
+    x.data<float>()[0] = std::numeric_limits<float>::quiet_NaN();
+    x.data<float>()[x.numel() / 2] = std::numeric_limits<float>::infinity();
+    p.want = testing::run_with_algo(p.graph, p.in, {"reference"}, "conv", k.threads).out.at("y");
+  }
+  const auto got = testing::run_with_algo(p.graph, p.in, {"conv=" + algo}, "conv", k.threads);
+  EXPECT_EQ(got.algorithm, algo) << describe(k);
+  const Tensor& y = got.out.at("y");
+  if (!special) {
+    EXPECT_LE(testing::rel_error(y, p.want), 1e-4) << algo << " on " << describe(k);
+    return false;
+  }
+  int64_t nan = 0;
+  for (int64_t e = 0; e < y.numel(); ++e) {
+    const float a = y.data<float>()[e], b = p.want.data<float>()[e];
+    EXPECT_EQ(std::isnan(a), std::isnan(b)) << algo << " on " << describe(k) << " at " << e;
+    nan += std::isnan(b);
+    if (!std::isnan(b) && !std::isnan(a) && (std::isinf(a) || std::isinf(b))) {
+      EXPECT_EQ(a, b) << describe(k);
+    }
+  }
+  return nan > 0;
+}
+
 // `grouped` (thin grouped convs on N,H,W,C, 8 output channels per vector) against the N,C,H,W
 // reference: 1 to 24 input and 8 to 24 output channels per group, kernels 1x1 to 5x5 with
 // strides, dilations and asymmetric pads (edge columns clipped, rows skipped), widths from 1 to
@@ -266,7 +310,7 @@ TEST(ConvAlgorithms, GroupedMatchesNchw) {
   if (!cpu_features().avx2_fma) GTEST_SKIP() << "grouped needs AVX2 with FMA";
   std::mt19937 rng(91);
   auto r = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
-  int ran = 0, nan_cases = 0;
+  int nan_cases = 0;
   for (int i = 0; i < 60; ++i) {
     ConvCase k{};
     k.group = r(2, 6);
@@ -286,47 +330,63 @@ TEST(ConvAlgorithms, GroupedMatchesNchw) {
     k.pb = r(0, 2);
     k.pl = r(0, 2);
     k.pr = r(0, 2);
-    if (k.h + k.pt + k.pb < (k.kh - 1) * k.dh + 1 || k.w + k.pl + k.pr < (k.kw - 1) * k.dw + 1) {
+    if (!kernel_fits(k)) {
       --i;
       continue;
     }
-    k.bias = r(0, 3) != 0;
-    k.residual = r(0, 2) == 0;
-    const char* acts[] = {"", "Relu", "LeakyRelu", "Clip"};
-    k.act = acts[r(0, 3)];
-    k.threads = static_cast<int>(r(1, 2));
-    NhwcProblem p = nhwc_problem(k, 500 + static_cast<uint32_t>(i), 13u * static_cast<uint32_t>(i));
-    const bool special = i % 5 == 4;  // NaN and Inf in the input: the reference's NaN at the same places
-    if (special) {
-      Tensor& x = p.in.at("x");
-      x.data<float>()[0] = std::numeric_limits<float>::quiet_NaN();
-      x.data<float>()[x.numel() / 2] = std::numeric_limits<float>::infinity();
-      p.want = testing::run_with_algo(p.graph, p.in, {"reference"}, "conv", k.threads).out.at("y");
-    }
-    const auto got = testing::run_with_algo(p.graph, p.in, {"conv=grouped"}, "conv", k.threads);
-    ASSERT_EQ(got.algorithm, "grouped") << describe(k);
-    ++ran;
-    const Tensor& y = got.out.at("y");
-    if (special) {
-      int64_t nan = 0;
-      for (int64_t e = 0; e < y.numel(); ++e) {
-        const float a = y.data<float>()[e], b = p.want.data<float>()[e];
-        EXPECT_EQ(std::isnan(a), std::isnan(b)) << describe(k) << " at " << e;
-        nan += std::isnan(b);
-        if (!std::isnan(b) && !std::isnan(a) && (std::isinf(a) || std::isinf(b))) {
-          EXPECT_EQ(a, b) << describe(k);
-        }
-      }
-      nan_cases += nan > 0;  // a stride or pad may skip the NaN's row
-    } else {
-      EXPECT_LE(testing::rel_error(y, p.want), 1e-4) << describe(k);
-    }
+    random_simple_epilogue(k, rng);
+    nan_cases += expect_nhwc_algo_matches("grouped", k, static_cast<uint32_t>(i), i % 5 == 4);
   }
-  EXPECT_EQ(ran, 60);
   EXPECT_GE(nan_cases, 6);
   ConvCase plain{1, 16, 8, 8, 16, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, false, false, "", 1};
   const NhwcProblem p = nhwc_problem(plain, 1, 2);
   EXPECT_THROW(testing::run_with_algo(p.graph, p.in, {"conv=grouped"}, "conv", 1), Error);
+}
+
+// `implicit_nhwc` (dense convs on N,H,W,C as an implicit GEMM, 6 pixels x 16 channels per
+// tile) against the N,C,H,W reference: 1 to 40 channels in and out (partial panels and
+// vectors), some with 100-300 input channels (the reduction in several blocks, sums added to
+// the output between them), kernels 1x1 to 7x7, strides, dilations, asymmetric pads (1x1
+// without pads reads the input in place, the rest packs rows), up to 40 x 40 pixels (several
+// blocks of pixels; 1 to 5 left for the last tile), batch 1-2, residual, every activation it
+// takes, 1 and 2 threads; NaN and Inf in some inputs. A grouped conv is refused.
+TEST(ConvAlgorithms, ImplicitNhwcMatchesNchw) {
+  if (!cpu_features().avx2_fma) GTEST_SKIP() << "implicit_nhwc needs AVX2 with FMA";
+  std::mt19937 rng(93);
+  auto r = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  int nan_cases = 0;
+  for (int i = 0; i < 60; ++i) {
+    ConvCase k{};
+    k.group = 1;
+    k.c = i % 6 == 1 ? r(100, 300) : r(1, 40);
+    k.m = r(1, 40);
+    k.n = r(1, 2);
+    k.kh = r(1, 7);
+    k.kw = r(1, 7);
+    if (r(0, 2) == 0) k.kh = k.kw = 3;
+    if (r(0, 2) == 0) k.kh = k.kw = 1;
+    k.sh = r(1, 2);
+    k.sw = r(1, 2);
+    k.dh = r(0, 4) == 0 ? 2 : 1;
+    k.dw = r(0, 4) == 0 ? 2 : 1;
+    k.h = r(1, k.c > 40 ? 12 : 40);
+    k.w = r(1, k.c > 40 ? 12 : 40);
+    const bool pads = r(0, 2) != 0;
+    k.pt = pads ? r(0, 3) : 0;
+    k.pb = pads ? r(0, 3) : 0;
+    k.pl = pads ? r(0, 3) : 0;
+    k.pr = pads ? r(0, 3) : 0;
+    if (!kernel_fits(k)) {
+      --i;
+      continue;
+    }
+    random_simple_epilogue(k, rng);
+    nan_cases += expect_nhwc_algo_matches("implicit_nhwc", k, 100 + static_cast<uint32_t>(i), i % 5 == 4);
+  }
+  EXPECT_GE(nan_cases, 6);
+  ConvCase grouped{1, 16, 8, 8, 16, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, false, false, "", 1};
+  const NhwcProblem p = nhwc_problem(grouped, 1, 2);
+  EXPECT_THROW(testing::run_with_algo(p.graph, p.in, {"conv=implicit_nhwc"}, "conv", 1), Error);
 }
 
 // ConvTranspose's gemm algorithm against the reference kernel: 1-D to 3-D, groups, strides,

@@ -144,13 +144,13 @@ std::string read_conv_problem(const NodeView& v, ConvProblem* p, bool runtime_we
 }
 
 const std::vector<std::string>& channels_last_conv_algorithms() {
-  static const std::vector<std::string> names = {"onednn", "onednn_bf16", "grouped"};
+  static const std::vector<std::string> names = {"onednn", "onednn_bf16", "grouped", "implicit_nhwc"};
   return names;
 }
 
 std::string read_nchw_conv_problem(const NodeView& v, ConvProblem* p) {
   if (std::string r = read_conv_problem(v, p); !r.empty()) return r;
-  return p->channels_last ? "channels_last (N,H,W,C) tensors: only onednn, onednn_bf16 and grouped compute that layout" : "";
+  return p->channels_last ? "channels_last (N,H,W,C) tensors: only onednn, onednn_bf16, grouped and implicit_nhwc compute that layout" : "";
 }
 
 bool channels_last_estimated_faster(const ir::Graph& g, const ir::Node& n, int threads, const AlgoSpec& spec) {
