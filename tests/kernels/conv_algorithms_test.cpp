@@ -301,6 +301,64 @@ bool expect_nhwc_algo_matches(const std::string& algo, const ConvCase& k, uint32
   return nan > 0;
 }
 
+// The N,H,W,C problem with its residual made inside the graph (z = Neg(zin)) and its output
+// read by another node (out = Neg(y)): the session may then compute the conv in place, its
+// output over the residual.
+NhwcProblem with_inner_residual(NhwcProblem p) {
+  ir::Graph& g = p.graph;
+  g.types["zin"] = *g.type_of("z");
+  std::replace(g.inputs.begin(), g.inputs.end(), std::string("z"), std::string("zin"));
+  ir::Node neg;
+  neg.op_type = "Neg";
+  neg.name = "neg_z";
+  neg.inputs = {"zin"};
+  neg.outputs = {"z"};
+  ir::Node out;
+  out.op_type = "Neg";
+  out.name = "neg_y";
+  out.inputs = {"y"};
+  out.outputs = {"out"};
+  if (const ir::TensorType* t = g.type_of("y")) g.types["out"] = *t;
+  std::vector<std::unique_ptr<ir::Node>> nodes;
+  nodes.push_back(std::make_unique<ir::Node>(std::move(neg)));
+  for (auto& n : g.nodes) nodes.push_back(std::move(n));
+  nodes.push_back(std::make_unique<ir::Node>(std::move(out)));
+  g.nodes = std::move(nodes);
+  g.outputs = {"out"};
+  Tensor zin = p.in.at("z").clone();
+  for (int64_t i = 0; i < zin.numel(); ++i) zin.data<float>()[i] = -zin.data<float>()[i];
+  p.in.erase("z");
+  p.in["zin"] = zin;
+  for (int64_t i = 0; i < p.want.numel(); ++i) p.want.data<float>()[i] = -p.want.data<float>()[i];
+  return p;
+}
+
+// Each N,H,W,C algorithm that says it computes in place (residual_in_place), with its output
+// written over the residual: the reference's result, on shapes that take several blocks of k
+// (implicit_nhwc adds the residual in the first and overwrites it in the later ones) and
+// several tasks over 2 threads; the session planned z and y in one buffer.
+TEST(ConvAlgorithms, ResidualInPlaceMatchesNchw) {
+  if (!cpu_features().avx2_fma) GTEST_SKIP() << "implicit_nhwc and grouped need AVX2 with FMA";
+  const std::vector<std::pair<std::string, ConvCase>> cases = {
+      {"implicit_nhwc", {1, 300, 7, 9, 40, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, true, false, "Relu", 2}},
+      {"implicit_nhwc", {2, 64, 12, 12, 24, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, true, true, false, "", 1}},
+      {"grouped", {1, 32, 9, 11, 32, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, true, false, "Clip", 2}},
+      {"onednn", {1, 16, 8, 8, 32, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, true, false, "LeakyRelu", 1}},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto& [algo, k] = cases[i];
+    const NhwcProblem p = with_inner_residual(nhwc_problem(k, 700 + static_cast<uint32_t>(i), 17u * static_cast<uint32_t>(i)));
+    runtime::SessionOptions o;
+    o.threads = k.threads;
+    o.algo.add("conv=" + algo);
+    runtime::Session s(p.graph, o);
+    const runtime::MemoryPlan& plan = s.memory_plan();
+    EXPECT_EQ(plan.planned_buffers, 1u) << algo << " on " << describe(k);
+    const Tensor got = s.run(p.in).at("out");
+    EXPECT_LE(testing::rel_error(got, p.want), 1e-4) << algo << " on " << describe(k);
+  }
+}
+
 // `grouped` (thin grouped convs on N,H,W,C, 8 output channels per vector) against the N,C,H,W
 // reference: 1 to 24 input and 8 to 24 output channels per group, kernels 1x1 to 5x5 with
 // strides, dilations and asymmetric pads (edge columns clipped, rows skipped), widths from 1 to

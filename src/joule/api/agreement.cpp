@@ -19,6 +19,7 @@ namespace {
 // Every output of every step, kept (the arena reuses its buffers).
 class Recorder : public runtime::Observer {
  public:
+  bool reads_inputs_after() const override { return false; }
   void after_node(size_t, const ir::Node& n, const std::vector<const Tensor*>&,
                   const std::vector<Tensor>& outputs) override {
     for (size_t i = 0; i < outputs.size() && i < n.outputs.size(); ++i)
@@ -31,6 +32,7 @@ class Recorder : public runtime::Observer {
 class Comparer : public runtime::Observer {
  public:
   explicit Comparer(const std::map<std::string, Tensor>& sim) : sim_(sim) {}
+  bool reads_inputs_after() const override { return false; }
   void after_node(size_t, const ir::Node& n, const std::vector<const Tensor*>&,
                   const std::vector<Tensor>& outputs) override {
     if (n.domain == "joule" && (n.op_type == "QConv" || n.op_type == "QMatMul")) {

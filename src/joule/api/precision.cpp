@@ -34,6 +34,7 @@ class Bf16Checker : public runtime::Observer {
       if (inputs[i]) copies_[i] = i < n.inputs.size() && s_.graph().is_initializer(n.inputs[i]) ? *inputs[i]
                                                                                                 : inputs[i]->clone();
   }
+  bool reads_inputs_after() const override { return false; }
   void after_node(size_t, const ir::Node& n, const std::vector<const Tensor*>&,
                   const std::vector<Tensor>& outputs) override {
     if (!on_bf16_kernel(n) || outputs.empty() || !outputs[0].defined()) return;

@@ -44,6 +44,10 @@ class Kernel {
   // False when run() never reads input i: the kernel packed its own copy of that constant at
   // prepare time and keeps no pointer into it, so the session may release the original.
   virtual bool reads_input(size_t /*i*/) const { return true; }
+  // The input whose buffer output 0 may take over (computed in place) when this node is its
+  // last reader, or -1: the kernel reads each element of it before it writes the output element
+  // at the same place, and nothing else of it afterwards.
+  virtual int may_overwrite_input() const { return -1; }
 };
 
 struct Algorithm {

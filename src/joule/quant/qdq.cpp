@@ -106,6 +106,7 @@ struct ActivationStats {
 class CalibObserver : public runtime::Observer {
  public:
   explicit CalibObserver(std::map<std::string, std::vector<ActivationStats*>> watch) : watch_(std::move(watch)) {}
+  bool reads_inputs_after() const override { return false; }
   void after_node(size_t, const ir::Node& n, const std::vector<const Tensor*>&,
                   const std::vector<Tensor>& outputs) override {
     for (size_t i = 0; i < n.outputs.size() && i < outputs.size(); ++i) observe(n.outputs[i], outputs[i]);

@@ -41,6 +41,7 @@ runtime::SessionOptions session_options(int threads) {
 class Capture : public runtime::Observer {
  public:
   explicit Capture(const std::map<std::string, size_t>& names) : names_(names), values_(names.size()) {}
+  bool reads_inputs_after() const override { return false; }
   void after_node(size_t, const ir::Node& n, const std::vector<const Tensor*>&, const std::vector<Tensor>& out) override {
     for (size_t i = 0; i < n.outputs.size() && i < out.size(); ++i) {
       auto it = names_.find(n.outputs[i]);

@@ -19,6 +19,7 @@ class Forwarder final : public Observer {
   Forwarder(const std::vector<Observer*>& parents, size_t step, const ir::Node& owner, const std::string& attribute)
       : parents_(parents), step_(step), owner_(owner), attribute_(attribute) {}
   void before_node(size_t, const ir::Node&, const std::vector<const Tensor*>&) override { t0_ = Clock::now(); }
+  bool reads_inputs_after() const override { return false; }
   void after_node(size_t, const ir::Node& n, const std::vector<const Tensor*>&, const std::vector<Tensor>&) override {
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0_).count();
     for (Observer* p : parents_) p->body_node(step_, owner_, attribute_, n, algorithm_of(n), ms);

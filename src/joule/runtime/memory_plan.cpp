@@ -40,6 +40,24 @@ MemoryPlan plan_memory(const std::vector<PlannedValue>& values, size_t align) {
     b.first = std::min(b.first, pv.def);
     b.last = std::max(b.last, pv.last);
   }
+  // In place: the value's buffer joins its input's when both are planned, the input's buffer
+  // is last read where the value is made, and the value's buffer starts there. In order of
+  // production, so that chains (y over x, z over y) join one by one.
+  std::vector<size_t> by_def(n);
+  std::iota(by_def.begin(), by_def.end(), 0);
+  std::stable_sort(by_def.begin(), by_def.end(), [&](size_t a, size_t b) { return values[a].def < values[b].def; });
+  for (size_t v : by_def) {
+    if (values[v].reuse_of < 0) continue;
+    const size_t ri = static_cast<size_t>(find(values[v].reuse_of)), rv = static_cast<size_t>(find(static_cast<int>(v)));
+    Buffer& in = buf[ri];
+    Buffer& out = buf[rv];
+    if (ri == rv || !used[ri] || !in.ok || !out.ok || in.bytes == 0 || out.bytes == 0 || in.bytes < out.bytes ||
+        in.last != values[v].def || out.first != values[v].def)
+      continue;
+    root[rv] = static_cast<int>(ri);
+    used[rv] = false;
+    in.last = std::max(in.last, out.last);
+  }
   std::vector<size_t> order;
   for (size_t r = 0; r < n; ++r)
     if (used[r] && buf[r].ok && buf[r].bytes > 0) order.push_back(r);

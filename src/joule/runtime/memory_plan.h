@@ -2,7 +2,8 @@
 // Static memory planning of activations (TFLite's greedy-by-size arena): every intermediate
 // value with a static shape gets an offset in one arena, so that values alive at the same
 // step never overlap and dead values' bytes are reused. A value that may be a view of its
-// input (OpDef::view) shares its input's buffer; graph outputs are never planned (they
+// input (OpDef::view) shares its input's buffer, and so may one computed in place over an input
+// read for the last time (PlannedValue::reuse_of); graph outputs are never planned (they
 // outlive the run).
 #include <cstddef>
 #include <vector>
@@ -14,6 +15,10 @@ struct PlannedValue {
   int def = -1;          // step that produces it
   int last = -1;         // last step that reads it (>= def)
   int alias_of = -1;     // index of the value whose buffer it may share, or -1
+  // Index of an input whose buffer this value may take over (its producer computes in place,
+  // Kernel::may_overwrite_input), or -1: granted when that buffer's last reader is this value's
+  // producer, and nothing else holds this value's buffer earlier.
+  int reuse_of = -1;
 };
 
 struct MemoryPlan {

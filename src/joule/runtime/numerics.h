@@ -14,6 +14,7 @@ namespace joule::runtime {
 
 class NumericsObserver : public Observer {
  public:
+  bool reads_inputs_after() const override { return false; }
   void after_node(size_t step, const ir::Node& node, const std::vector<const Tensor*>& inputs,
                   const std::vector<Tensor>& outputs) override;
   bool found() const { return found_; }

@@ -256,10 +256,31 @@ void Session::plan_activations(const std::vector<int>& last) {
     if (st.def && st.def->any_value)
       for (int s : st.in_slots)
         if (s >= 0) values[static_cast<size_t>(s)].bytes = 0;
+  // A host kernel that computes in place over an input this step reads for the last time (and
+  // in no other input position) may write its output there.
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const Step& st = steps_[i];
+    const int j = st.kernel && st.device < 0 ? st.kernel->may_overwrite_input() : -1;
+    if (j < 0 || static_cast<size_t>(j) >= st.in_slots.size() || st.out_slots.empty()) continue;
+    const int in = st.in_slots[static_cast<size_t>(j)], out = st.out_slots[0];
+    if (in < 0 || out < 0 || last[static_cast<size_t>(in)] != static_cast<int>(i) ||
+        std::count(st.in_slots.begin(), st.in_slots.end(), in) != 1 || slot_device_[static_cast<size_t>(in)] >= 0)
+      continue;
+    values[static_cast<size_t>(out)].reuse_of = in;
+  }
   // Host and GPU values in arenas of their own.
   std::vector<PlannedValue> on_gpu = values;
   for (size_t s = 0; s < values.size(); ++s) (slot_device_[s] < 0 ? on_gpu[s] : values[s]).bytes = 0;
   plan_ = plan_memory(values);
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    Step& st = steps_[i];
+    st.overwrites_input = -1;
+    const int j = st.kernel && st.device < 0 ? st.kernel->may_overwrite_input() : -1;
+    if (j < 0 || static_cast<size_t>(j) >= st.in_slots.size() || st.out_slots.empty() || st.out_slots[0] < 0) continue;
+    const long long off = plan_.offset[static_cast<size_t>(st.out_slots[0])];
+    const int in = st.in_slots[static_cast<size_t>(j)];
+    if (in >= 0 && off >= 0 && off == plan_.offset[static_cast<size_t>(in)]) st.overwrites_input = j;
+  }
   if (plan_only_) return;
   if (plan_.arena_bytes > 0) arena_ = Tensor(DType::UInt8, {static_cast<int64_t>(plan_.arena_bytes)});
   if (device_ < 0) return;
@@ -406,12 +427,19 @@ TensorMap Session::run(const TensorMap& inputs) {
       const ir::TensorType& t = slot_type_[static_cast<size_t>(s)];
       k.outputs[j] = (dev ? device_arena_ : arena_).view(static_cast<size_t>(off), t.dtype, t.static_shape());
     }
+    // An observer that looks at the inputs after the node gets the input the node overwrote as
+    // it was.
+    Tensor overwritten;
+    if (st.overwrites_input >= 0 &&
+        std::any_of(observers_.begin(), observers_.end(), [](const Observer* o) { return o->reads_inputs_after(); }))
+      overwritten = in_ptrs[static_cast<size_t>(st.overwrites_input)]->clone();
     if (timer && st.device >= 0) timer->start(si);
     if (st.kernel)
       st.kernel->run(k);
     else
       st.def->run(k);
     if (timer && st.device >= 0) timer->stop(si);
+    if (overwritten.defined()) in_ptrs[static_cast<size_t>(st.overwrites_input)] = &overwritten;
     for (auto* o : observers_) o->after_node(si, n, in_ptrs, k.outputs);
     return std::move(k.outputs);
   };

@@ -31,6 +31,9 @@ class Observer {
   virtual void after_node(size_t /*step*/, const ir::Node& /*node*/,
                           const std::vector<const Tensor*>& /*inputs*/,
                           const std::vector<Tensor>& /*outputs*/) {}
+  // False when after_node never reads its inputs: a node computed in place over an input then
+  // needs no copy of it kept for the observer.
+  virtual bool reads_inputs_after() const { return true; }
   // A node of a control-flow body (If/Loop/Scan/SequenceMap, at any depth) ran inside `step`:
   // `owner` holds the body as its graph attribute `attribute`; `ms` is the node's wall time.
   virtual void body_node(size_t /*step*/, const ir::Node& /*owner*/, const std::string& /*attribute*/, const ir::Node& /*node*/,
@@ -129,6 +132,7 @@ class Session {
     int device = -1;              // where it runs
     std::vector<bool> device_constant;  // per input: read the constant's GPU copy
     std::shared_ptr<const Bodies> bodies;  // If/Loop/Scan: its bodies' sessions
+    int overwrites_input = -1;  // the input whose buffer holds output 0 (in place), or -1
   };
   void check_input(const std::string& name, const Tensor& t) const;
   void choose_kernels(const kernels::AlgoSpec& spec, bool release_packed);

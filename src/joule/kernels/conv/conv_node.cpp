@@ -67,6 +67,9 @@ class ConvNodeKernel : public Kernel {
   std::string detail() const override { return k_->detail(); }
   // Every conv algorithm copies constant weights and bias into its own layout at prepare.
   bool reads_input(size_t i) const override { return p_.runtime_weights || (i != 1 && i != 2); }
+  int may_overwrite_input() const override {
+    return p_.epilogue.residual && !p_.runtime_weights && k_->residual_in_place() ? 3 : -1;
+  }
 
  private:
   ConvProblem p_;

@@ -88,6 +88,9 @@ class ConvKernel {
                            ThreadPool& pool) const;
   // Optional: what actually runs (e.g. the vendor library's implementation name).
   virtual std::string detail() const { return ""; }
+  // True when run() computes the right output with residual == y (the session then lets a
+  // residual that nothing reads afterwards hold the output).
+  virtual bool residual_in_place() const { return false; }
 };
 
 }  // namespace joule::kernels

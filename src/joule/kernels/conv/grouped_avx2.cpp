@@ -63,6 +63,9 @@ class GroupedNhwc final : public ConvKernel {
     });
   }
 
+  // finish() reads each residual vector just before it stores the output vector there.
+  bool residual_in_place() const override { return true; }
+
  private:
   // Groups [g0, g1) of one output row (image n, row oh): every column, every block of 8
   // channels, column blocks outermost.

@@ -9,8 +9,8 @@
 // registers, per k two weight vectors and 6 broadcasts. A 1x1 conv without pads reads its rows
 // straight from the input (any stride); other convs copy each block of pixels' rows of the
 // block of k into a per-thread buffer first (zeros for the pads), a few contiguous runs per
-// pixel. Sums of later blocks of k are added to what the output holds; the last block applies
-// the epilogue (bias, residual, ReLU/Clip/LeakyReLU, NaN kept as the reference keeps it).
+// pixel. The first block of k adds the residual, later blocks what the output holds; the last
+// applies bias and ReLU/Clip/LeakyReLU (NaN kept as the reference keeps it).
 // Work items are blocks of pixels, with the panels split too when the blocks are fewer than the
 // threads want.
 #include <immintrin.h>
@@ -53,6 +53,8 @@ class ImplicitNhwc final : public ConvKernel {
     direct_ = s.kh == 1 && s.kw == 1 && s.pad_top == 0 && s.pad_left == 0 && s.pad_bottom == 0 && s.pad_right == 0;
     if (!direct_) abuf_.assign(static_cast<size_t>(threads_ * mc_ * kc_), 0.f);
   }
+
+  bool residual_in_place() const override { return true; }
 
   void run(const float* x, const float* residual, float* y, ThreadPool& pool) const override {
     const int64_t mblocks = (pixels_ + mc_ - 1) / mc_;
@@ -162,8 +164,10 @@ class ImplicitNhwc final : public ConvKernel {
     }
   }
 
-  // R pixels from p x panel j over one block of k; the sums added to the output's unless
-  // `first`, the epilogue applied if `last`.
+  // R pixels from p x panel j over one block of k: the first block's sums plus the residual,
+  // later blocks' plus what the output holds; the last applies bias and activation. The
+  // residual is read only by the first block, each vector just before the output vector at
+  // the same place is stored, so it may be the output itself (residual_in_place).
   template <int R>
   void tile(const float* const* rows, const float* b, int64_t kc, const Args& a, int64_t p, int64_t j, bool first,
             bool last) const {
@@ -172,20 +176,20 @@ class ImplicitNhwc final : public ConvKernel {
     const int64_t m0 = j * kNr;
     for (int r = 0; r < R; ++r) {
       float* yr = a.y + (p + r) * s_.m;
-      const float* rr = a.residual ? a.residual + (p + r) * s_.m : nullptr;
+      const float* add = first ? (a.residual ? a.residual + (p + r) * s_.m : nullptr) : yr;
       for (int v = 0; v < 2; ++v) {
         const int64_t m = m0 + 8 * v;
         if (m + 8 <= s_.m) {
           __m256 s = acc[r][v];
-          if (!first) s = _mm256_add_ps(s, _mm256_loadu_ps(yr + m));
-          if (last) s = finish(s, rr ? rr + m : nullptr, m);
+          if (add) s = _mm256_add_ps(s, _mm256_loadu_ps(add + m));
+          if (last) s = finish(s, m);
           _mm256_storeu_ps(yr + m, s);
         } else if (m < s_.m) {
           alignas(32) float t[8];
           _mm256_store_ps(t, acc[r][v]);
           for (int64_t l = 0; l < s_.m - m; ++l) {
-            float s = t[l] + (first ? 0.f : yr[m + l]);
-            if (last) s = ep_.apply(s + bias_[static_cast<size_t>(m + l)] + (rr ? rr[m + l] : 0.f));
+            float s = t[l] + (add ? add[m + l] : 0.f);
+            if (last) s = ep_.apply(s + bias_[static_cast<size_t>(m + l)]);
             yr[m + l] = s;
           }
         }
@@ -222,10 +226,9 @@ class ImplicitNhwc final : public ConvKernel {
     }
   }
 
-  // act(v + bias + residual) for channels [m, m + 8).
-  __m256 finish(__m256 v, const float* res, int64_t m) const {
+  // act(v + bias) for channels [m, m + 8).
+  __m256 finish(__m256 v, int64_t m) const {
     v = _mm256_add_ps(v, _mm256_loadu_ps(bias_.data() + m));
-    if (res) v = _mm256_add_ps(v, _mm256_loadu_ps(res));
     switch (ep_.act) {
       case Activation::kRelu: return _mm256_max_ps(_mm256_setzero_ps(), v);  // NaN: the second operand
       case Activation::kClip: return _mm256_min_ps(_mm256_set1_ps(ep_.beta), _mm256_max_ps(_mm256_set1_ps(ep_.alpha), v));

@@ -96,7 +96,7 @@ class OnednnConv : public ConvKernel {
       // The sum post-op adds what dst holds: put the residual there first.
       if (dst_.reorder)
         dst_.read(residual, stream_);
-      else
+      else if (y != residual)  // in place: the residual is already there
         std::memcpy(y, residual, sizeof(float) * static_cast<size_t>(s_.n * s_.m * s_.oh * s_.ow));
     }
     dst_.bind(y);
@@ -107,6 +107,8 @@ class OnednnConv : public ConvKernel {
   }
 
   std::string detail() const override { return pd_.impl_info_str(); }
+  // The sum post-op adds what dst holds; a blocked dst reads the residual in before it runs.
+  bool residual_in_place() const override { return true; }
 
  private:
   void load_weights(const float* weight, const float* bias) const {
