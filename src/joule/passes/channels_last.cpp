@@ -7,9 +7,10 @@
 //     exactly what it did. Integer QConv always; float32 Conv/FusedConv (a Conv becomes a
 //     FusedConv without epilogue) when it is chained to another conv through layout-free ops
 //     (alone it would gain nothing) and PassOptions::channels_last_conv wants the node — only
-//     onednn and grouped compute N,H,W,C, so the CLI wants it where the user's --algo choice
-//     for the node is one of them, or guess/auto and the estimates favour them on N,H,W,C over
-//     the N,C,H,W algorithms (depthwise and 1x1 convs, not Winograd's large 3x3 ones).
+//     the algorithms of channels_last_conv_algorithms() compute N,H,W,C, so the CLI wants it
+//     where the user's --algo choice for the node is one of them, or guess/auto and the
+//     estimates favour them on N,H,W,C over the N,C,H,W algorithms (depthwise and 1x1 convs,
+//     not Winograd's large 3x3 ones).
 //  2. A to-NCHW Transpose sinks below layout-free ops: elementwise ops (ReLU, Clip, ...),
 //     per-tensor QuantizeLinear/DequantizeLinear, and Add/Sub/Mul/Div whose other operand is a
 //     to-NCHW Transpose too (broadcasting included: both are permuted alike) or a one-element

@@ -12,11 +12,11 @@
 // Each layer says which, and a layer from a regressor how wrong that regressor was on the rows
 // it did not learn from (4 folds by origin: out-of-fold median and 90th-percentile errors).
 // Inside a model a layer's input was just written by the layer before it (warm), while its
-// weights stay in cache only when the model's weights fit in the last-level cache. `regime` auto (the default) takes each layer's time with warm caches
-// (reused) plus, scaled by the share of the model's weights the cache cannot hold
-// (cold_share), what cold weights add (cold - reused), bounded by twice the time to read the
-// layer's weights at the measured bandwidth (the cold regime flushes more than the weights:
-// TLB, output lines). reused, fresh, cold or mid (the geometric mean of reused and fresh)
+// weights stay in cache only when the model's weights fit in the last-level cache. `regime`
+// auto (the default) takes each layer's time with warm caches (reused) plus, scaled by the
+// share of the model's weights the cache cannot hold (cold_share), what cold weights add
+// (cold - reused), bounded by twice the time to read the layer's weights at the measured
+// bandwidth (the cold regime flushes more than the weights: TLB, output lines). reused, fresh, cold or mid (the geometric mean of reused and fresh)
 // take one regime for every layer. A node without weights has no cold row; nor has a store
 // filled before the cold regime existed: the reused time stands for it.
 #include <map>

@@ -51,8 +51,8 @@ MemoryPlan plan_memory(const std::vector<PlannedValue>& values, size_t align) {
     const size_t ri = static_cast<size_t>(find(values[v].reuse_of)), rv = static_cast<size_t>(find(static_cast<int>(v)));
     Buffer& in = buf[ri];
     Buffer& out = buf[rv];
-    if (ri == rv || !used[ri] || !in.ok || !out.ok || in.bytes == 0 || out.bytes == 0 || in.bytes < out.bytes ||
-        in.last != values[v].def || out.first != values[v].def)
+    // (ok: every member planned, so bytes > 0.)
+    if (ri == rv || !in.ok || !out.ok || in.bytes < out.bytes || in.last != values[v].def || out.first != values[v].def)
       continue;
     root[rv] = static_cast<int>(ri);
     used[rv] = false;

@@ -259,7 +259,8 @@ void Session::plan_activations(const std::vector<int>& last) {
   // A host kernel that computes in place over an input this step reads for the last time (and
   // in no other input position) may write its output there.
   for (size_t i = 0; i < steps_.size(); ++i) {
-    const Step& st = steps_[i];
+    Step& st = steps_[i];
+    st.overwrites_input = -1;
     const int j = st.kernel && st.device < 0 ? st.kernel->may_overwrite_input() : -1;
     if (j < 0 || static_cast<size_t>(j) >= st.in_slots.size() || st.out_slots.empty()) continue;
     const int in = st.in_slots[static_cast<size_t>(j)], out = st.out_slots[0];
@@ -267,19 +268,17 @@ void Session::plan_activations(const std::vector<int>& last) {
         std::count(st.in_slots.begin(), st.in_slots.end(), in) != 1 || slot_device_[static_cast<size_t>(in)] >= 0)
       continue;
     values[static_cast<size_t>(out)].reuse_of = in;
+    st.overwrites_input = j;  // kept below if the plan grants it
   }
   // Host and GPU values in arenas of their own.
   std::vector<PlannedValue> on_gpu = values;
   for (size_t s = 0; s < values.size(); ++s) (slot_device_[s] < 0 ? on_gpu[s] : values[s]).bytes = 0;
   plan_ = plan_memory(values);
-  for (size_t i = 0; i < steps_.size(); ++i) {
-    Step& st = steps_[i];
-    st.overwrites_input = -1;
-    const int j = st.kernel && st.device < 0 ? st.kernel->may_overwrite_input() : -1;
-    if (j < 0 || static_cast<size_t>(j) >= st.in_slots.size() || st.out_slots.empty() || st.out_slots[0] < 0) continue;
+  for (Step& st : steps_) {
+    if (st.overwrites_input < 0) continue;
     const long long off = plan_.offset[static_cast<size_t>(st.out_slots[0])];
-    const int in = st.in_slots[static_cast<size_t>(j)];
-    if (in >= 0 && off >= 0 && off == plan_.offset[static_cast<size_t>(in)]) st.overwrites_input = j;
+    if (off < 0 || off != plan_.offset[static_cast<size_t>(st.in_slots[static_cast<size_t>(st.overwrites_input)])])
+      st.overwrites_input = -1;
   }
   if (plan_only_) return;
   if (plan_.arena_bytes > 0) arena_ = Tensor(DType::UInt8, {static_cast<int64_t>(plan_.arena_bytes)});

@@ -153,7 +153,10 @@ const std::vector<std::string>& channels_last_conv_algorithms() {
 
 std::string read_nchw_conv_problem(const NodeView& v, ConvProblem* p) {
   if (std::string r = read_conv_problem(v, p); !r.empty()) return r;
-  return p->channels_last ? "channels_last (N,H,W,C) tensors: only onednn, onednn_bf16, grouped and implicit_nhwc compute that layout" : "";
+  if (!p->channels_last) return "";
+  std::string names;
+  for (const std::string& a : channels_last_conv_algorithms()) names += (names.empty() ? "" : ", ") + a;
+  return "channels_last (N,H,W,C) tensors: only " + names + " compute that layout";
 }
 
 bool channels_last_estimated_faster(const ir::Graph& g, const ir::Node& n, int threads, const AlgoSpec& spec) {

@@ -38,8 +38,9 @@ std::string read_nchw_conv_problem(const NodeView& v, ConvProblem* p);
 const std::vector<std::string>& channels_last_conv_algorithms();
 
 // Would the float Conv/FusedConv `n` of `g` (N,C,H,W) run faster channels_last? True when the
-// guess estimate of onednn on N,H,W,C tensors is below the lowest estimate of the algorithms
-// that support the node as it is (the channels_last pass's choice under guess and auto).
+// guess estimate of one of channels_last_conv_algorithms() on N,H,W,C tensors is below the
+// lowest estimate of the algorithms that support the node as it is, with the Transposes
+// around it (the channels_last pass's choice under guess and auto).
 bool channels_last_estimated_faster(const ir::Graph& g, const ir::Node& n, int threads, const AlgoSpec& spec);
 
 using ConvFactory = std::function<std::unique_ptr<ConvKernel>(const ConvProblem&, int threads)>;

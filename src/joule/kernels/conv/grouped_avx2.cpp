@@ -18,6 +18,8 @@
 
 #include "joule/core/error.h"
 #include "joule/core/thread_pool.h"
+#include "joule/kernels/aligned_floats.h"
+#include "joule/kernels/conv/avx2_epilogue.h"
 #include "joule/kernels/conv/grouped.h"
 
 namespace joule::kernels {
@@ -29,15 +31,15 @@ class GroupedNhwc final : public ConvKernel {
       : s_(s), ep_(ep), nob_(s.mg() / 8), taps_(s.kh * s.kw) {
     const int64_t cg = s.cg(), mg = s.mg();
     // Aligned to the cache line: a weight vector never spans two.
-    wp_.assign(static_cast<size_t>(s.m * cg * taps_ + 16), 0.f);
-    w_ = wp_.data() + (64 - reinterpret_cast<uintptr_t>(wp_.data()) % 64) % 64 / sizeof(float);
+    wp_ = alloc_aligned_floats(s.m * cg * taps_);
+    float* w = wp_.get();
     for (int64_t g = 0; g < s.group; ++g)
       for (int64_t ob = 0; ob < nob_; ++ob)
         for (int64_t t = 0; t < taps_; ++t)
           for (int64_t ci = 0; ci < cg; ++ci)
             for (int64_t l = 0; l < 8; ++l) {
               const int64_t m = g * mg + ob * 8 + l;
-              w_[(((g * nob_ + ob) * taps_ + t) * cg + ci) * 8 + l] =
+              w[(((g * nob_ + ob) * taps_ + t) * cg + ci) * 8 + l] =
                   weight[(m * cg + ci) * taps_ + t];
             }
     bias_.assign(static_cast<size_t>(s.m), 0.f);
@@ -152,7 +154,7 @@ class GroupedNhwc final : public ConvKernel {
   };
 
   const float* weights(int64_t g, int64_t ob, int64_t t) const {
-    return w_ + ((g * nob_ + ob) * taps_ + t) * s_.cg() * 8;
+    return wp_.get() + ((g * nob_ + ob) * taps_ + t) * s_.cg() * 8;
   }
 
   template <int NB, int P>
@@ -224,25 +226,14 @@ class GroupedNhwc final : public ConvKernel {
     const int64_t at = col * s_.m + m;
     v = _mm256_add_ps(v, _mm256_loadu_ps(bias_.data() + m));
     if (w.rr) v = _mm256_add_ps(v, _mm256_loadu_ps(w.rr + at));
-    switch (ep_.act) {
-      case Activation::kRelu: v = _mm256_max_ps(_mm256_setzero_ps(), v); break;  // NaN: the second operand
-      case Activation::kClip:
-        v = _mm256_min_ps(_mm256_set1_ps(ep_.beta), _mm256_max_ps(_mm256_set1_ps(ep_.alpha), v));
-        break;
-      case Activation::kLeakyRelu:
-        v = _mm256_blendv_ps(v, _mm256_mul_ps(v, _mm256_set1_ps(ep_.alpha)),
-                             _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ));
-        break;
-      default: break;
-    }
-    _mm256_storeu_ps(w.yr + at, v);
+    _mm256_storeu_ps(w.yr + at, avx2_activate(v, ep_));
   }
 
   ConvShape s_;
   Epilogue ep_;
   int64_t nob_, taps_, ow_lo_ = 0, ow_hi_ = 0;
-  std::vector<float> wp_, bias_;
-  float* w_ = nullptr;  // the packed weights in wp_
+  AlignedFloats wp_;  // the packed weights
+  std::vector<float> bias_;
 };
 
 }  // namespace

@@ -22,6 +22,8 @@
 
 #include "joule/core/error.h"
 #include "joule/core/thread_pool.h"
+#include "joule/kernels/aligned_floats.h"
+#include "joule/kernels/conv/avx2_epilogue.h"
 #include "joule/kernels/conv/implicit_nhwc.h"
 
 namespace joule::kernels {
@@ -38,12 +40,12 @@ class ImplicitNhwc final : public ConvKernel {
   ImplicitNhwc(const ConvShape& s, const float* weight, const float* bias, const Epilogue& ep, int threads)
       : s_(s), ep_(ep), k_(s.kh * s.kw * s.c), np_((s.m + kNr - 1) / kNr), threads_(std::max(1, threads)) {
     const int64_t taps = s.kh * s.kw;
-    wp_.assign(static_cast<size_t>(np_ * k_ * kNr + 16), 0.f);
-    w_ = wp_.data() + (64 - reinterpret_cast<uintptr_t>(wp_.data()) % 64) % 64 / sizeof(float);
+    wp_ = alloc_aligned_floats(np_ * k_ * kNr);
+    float* w = wp_.get();
     for (int64_t m = 0; m < s.m; ++m)
       for (int64_t t = 0; t < taps; ++t)
         for (int64_t ci = 0; ci < s.c; ++ci)
-          w_[((m / kNr) * k_ + t * s.c + ci) * kNr + m % kNr] = weight[(m * s.c + ci) * taps + t];
+          w[((m / kNr) * k_ + t * s.c + ci) * kNr + m % kNr] = weight[(m * s.c + ci) * taps + t];
     bias_.assign(static_cast<size_t>(np_ * kNr), 0.f);
     if (bias) std::copy(bias, bias + s.m, bias_.begin());
     const int64_t nk = (k_ + kKc - 1) / kKc;
@@ -103,10 +105,10 @@ class ImplicitNhwc final : public ConvKernel {
         const int64_t jend = std::min(j1, jg + group);
         int64_t p = p0;
         for (; p + kMr <= p1; p += kMr) {
-          for (int64_t j = jg; j < jend; ++j) tile<kMr>(rows + (p - p0), w_ + (j * k_ + k0) * kNr, kc, a, p, j, first, last);
+          for (int64_t j = jg; j < jend; ++j) tile<kMr>(rows + (p - p0), wp_.get() + (j * k_ + k0) * kNr, kc, a, p, j, first, last);
         }
         for (int64_t j = jg; j < jend; ++j) {
-          const float* b = w_ + (j * k_ + k0) * kNr;
+          const float* b = wp_.get() + (j * k_ + k0) * kNr;
           switch (p1 - p) {
             case 5: tile<5>(rows + (p - p0), b, kc, a, p, j, first, last); break;
             case 4: tile<4>(rows + (p - p0), b, kc, a, p, j, first, last); break;
@@ -228,15 +230,7 @@ class ImplicitNhwc final : public ConvKernel {
 
   // act(v + bias) for channels [m, m + 8).
   __m256 finish(__m256 v, int64_t m) const {
-    v = _mm256_add_ps(v, _mm256_loadu_ps(bias_.data() + m));
-    switch (ep_.act) {
-      case Activation::kRelu: return _mm256_max_ps(_mm256_setzero_ps(), v);  // NaN: the second operand
-      case Activation::kClip: return _mm256_min_ps(_mm256_set1_ps(ep_.beta), _mm256_max_ps(_mm256_set1_ps(ep_.alpha), v));
-      case Activation::kLeakyRelu:
-        return _mm256_blendv_ps(v, _mm256_mul_ps(v, _mm256_set1_ps(ep_.alpha)),
-                                _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ));
-      default: return v;
-    }
+    return avx2_activate(_mm256_add_ps(v, _mm256_loadu_ps(bias_.data() + m)), ep_);
   }
 
   ConvShape s_;
@@ -244,9 +238,9 @@ class ImplicitNhwc final : public ConvKernel {
   int64_t k_, np_, kc_ = 0, mc_ = 0, pixels_ = 0;
   int threads_;
   bool direct_ = false;
-  std::vector<float> wp_, bias_;
+  AlignedFloats wp_;  // the packed weights
+  std::vector<float> bias_;
   mutable std::vector<float> abuf_;  // one block of packed rows per thread
-  float* w_ = nullptr;  // the packed weights in wp_, 64-byte aligned
 };
 
 }  // namespace

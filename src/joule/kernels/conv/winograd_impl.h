@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "joule/core/error.h"
+#include "joule/kernels/aligned_floats.h"
 #include "joule/kernels/conv/conv_shape.h"
 
 namespace joule::kernels {
@@ -50,18 +51,8 @@ constexpr int64_t kPrefetch = 1024;
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 int64_t div_up(int64_t v, int64_t m) { return (v + m - 1) / m; }
 
-struct AlignedFree {
-  void operator()(float* p) const { std::free(p); }
-};
-using Buffer = std::unique_ptr<float[], AlignedFree>;
-
-Buffer alloc_floats(int64_t count) {
-  const size_t bytes = static_cast<size_t>(round_up(std::max<int64_t>(count, 16), 16)) * sizeof(float);
-  auto* p = static_cast<float*>(std::aligned_alloc(64, bytes));
-  if (!p) fail_internal("winograd: out of memory");
-  std::memset(p, 0, bytes);
-  return Buffer(p);
-}
+using Buffer = AlignedFloats;
+inline Buffer alloc_floats(int64_t count) { return alloc_aligned_floats(count); }
 
 // ---- 1-D transforms on vectors (W independent lanes) -----------------------------------
 
