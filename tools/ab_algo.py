@@ -6,7 +6,7 @@ phase of the machine hits both), and prints each selected layer's best median un
 algorithm that ran, and the ratio B / A, then the sums and the whole model's best plain time.
 
   /usr/bin/python3 tools/ab_algo.py build/joule MODEL INPUT.npy [--rounds 3] [--runs 10] [--threads 1]
-      [--a conv=onednn] [--b conv=grouped,onednn] [--layers grouped|conv|all]
+      [--a conv=onednn] [--b conv=grouped,onednn] [--layers grouped|conv|all] [--args "--precision bf16"]
 
 --layers grouped: grouped (not depthwise) convolutions; conv: every convolution; all: every layer.
 """
@@ -42,6 +42,7 @@ def main():
     ap.add_argument("--a", default="conv=onednn")
     ap.add_argument("--b", default="conv=grouped,onednn")
     ap.add_argument("--layers", default="grouped", choices=["grouped", "conv", "all"])
+    ap.add_argument("--args", default="", help="more joule profile arguments for both, e.g. '--precision bf16'")
     a = ap.parse_args()
     best = collections.defaultdict(lambda: float("inf"))
     info, plain, order = {}, collections.defaultdict(lambda: float("inf")), []
@@ -49,7 +50,7 @@ def main():
         for key, spec in (("a", a.a), ("b", a.b)):
             out = subprocess.run([a.joule, "profile", a.model, "-i", a.input, "--threads", str(a.threads), "--runs",
                                   str(a.runs), "--energy", "none", "--no-layer-energy", "--format", "json", "-q",
-                                  "--algo", spec], capture_output=True, text=True, check=True)
+                                  "--algo", spec] + a.args.split(), capture_output=True, text=True, check=True)
             point = json.loads(out.stdout)["points"][0]
             plain[key] = min(plain[key], point["attribution"]["plain_median_ms"])
             for layer in point["layers"]:

@@ -117,10 +117,21 @@ std::string describe(const ConvCase& k) {
 
 // bfloat16 operands keep 8 significant bits (relative rounding 2^-9): the largest error of a
 // sum of such products stays well under 1.5 % of the output's largest value, while a wrong
-// layout, weight or epilogue errs by its whole size.
+// layout, weight or epilogue errs by its whole size. Winograd F(4x4) in bf16 rounds the
+// transformed operands, and its output transform (coefficients up to 8 x 8) adds the rounding
+// errors of 36 points: up to ~9 % of the largest output on these small random cases, so its
+// check is the SQNR as well (min_sqnr_db).
 double tolerance(const std::string& algo) {
-  if (algo == "onednn_bf16") return 1.5e-2;
+  if (algo == "onednn_bf16" || algo == "winograd_f2_bf16") return 1.5e-2;
+  if (algo == "winograd_bf16") return 0.15;
   return algo.rfind("winograd", 0) == 0 || algo == "fft" ? 1e-3 : 1e-4;
+}
+
+// Output SQNR against the reference an algorithm must reach (bf16 algorithms; the others are
+// held to tolerance(), far tighter).
+double min_sqnr_db(const std::string& algo) {
+  if (algo == "winograd_bf16") return 30;
+  return algo.size() > 5 && algo.compare(algo.size() - 5, 5, "_bf16") == 0 ? 40 : 0;
 }
 
 TEST(ConvAlgorithms, MatchReferenceOnRandomShapes) {
@@ -142,6 +153,8 @@ TEST(ConvAlgorithms, MatchReferenceOnRandomShapes) {
       ++ran[a->name];
       EXPECT_LE(testing::rel_error(got.out.at("y"), want.out.at("y")), tolerance(a->name))
           << a->name << " on " << describe(k);
+      EXPECT_GE(testing::sqnr_db(got.out.at("y"), want.out.at("y")), min_sqnr_db(a->name))
+          << a->name << " on " << describe(k);
     }
   }
   for (const kernels::Algorithm* a : algos) {
@@ -153,6 +166,7 @@ TEST(ConvAlgorithms, MatchReferenceOnRandomShapes) {
     if (needs_avx512 && !cpu_features().avx512) continue;
     if (name.rfind("winograd", 0) == 0 && !cpu_features().avx2_fma) continue;
     if (name == "onednn_bf16" && !bf16_unsupported_reason().empty()) continue;  // refused, with the reason
+    if (name.find("winograd") == 0 && name.find("_bf16") != std::string::npos && !cpu_features().avx512_bf16) continue;
     if (name == "grouped" || name == "implicit_nhwc") continue;  // N,H,W,C only: *MatchesNchw below
     EXPECT_GE(ran[a->name], 15) << a->name << " supported too few of the random cases";
   }
@@ -176,6 +190,8 @@ TEST(ConvAlgorithms, ResNetShapes) {
       const auto got = testing::run_with_algo(g, in, {std::string("conv=") + a->name + ",reference"}, "conv", k.threads);
       if (got.algorithm != a->name) continue;
       EXPECT_LE(testing::rel_error(got.out.at("y"), want.out.at("y")), tolerance(a->name))
+          << a->name << " on " << describe(k);
+      EXPECT_GE(testing::sqnr_db(got.out.at("y"), want.out.at("y")), min_sqnr_db(a->name))
           << a->name << " on " << describe(k);
     }
   }
@@ -286,7 +302,8 @@ bool expect_nhwc_algo_matches(const std::string& algo, const ConvCase& k, uint32
   EXPECT_EQ(got.algorithm, algo) << describe(k);
   const Tensor& y = got.out.at("y");
   if (!special) {
-    EXPECT_LE(testing::rel_error(y, p.want), 1e-4) << algo << " on " << describe(k);
+    EXPECT_LE(testing::rel_error(y, p.want), tolerance(algo)) << algo << " on " << describe(k);
+    EXPECT_GE(testing::sqnr_db(y, p.want), min_sqnr_db(algo)) << algo << " on " << describe(k);
     return false;
   }
   int64_t nan = 0;
@@ -445,6 +462,41 @@ TEST(ConvAlgorithms, ImplicitNhwcMatchesNchw) {
   ConvCase grouped{1, 16, 8, 8, 16, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, false, false, "", 1};
   const NhwcProblem p = nhwc_problem(grouped, 1, 2);
   EXPECT_THROW(testing::run_with_algo(p.graph, p.in, {"conv=implicit_nhwc"}, "conv", 1), Error);
+}
+
+// Winograd on N,H,W,C (F(4x4) and F(2x2), float32 and, where the CPU has AVX512-BF16, bf16)
+// against the N,C,H,W reference: 3x3 stride 1, 1 to 40 channels in and out (partial vectors and
+// panels), some with 100-200 input channels, groups (not depthwise), asymmetric pads (some wider
+// than a tile), 1 to 30 pixels (partial tiles at the right and bottom edges, several tile blocks),
+// batch 1-3, residual, every activation it takes, 1 and 2 threads. (A NaN spreads over a
+// Winograd tile: NanKernels checks that on N,C,H,W.)
+TEST(ConvAlgorithms, WinogradMatchesNchwOnNhwc) {
+  if (!cpu_features().avx2_fma) GTEST_SKIP() << "winograd needs AVX2 with FMA";
+  std::vector<std::string> algos = {"winograd", "winograd_f2"};
+  if (cpu_features().avx512_bf16) algos.insert(algos.end(), {"winograd_bf16", "winograd_f2_bf16"});
+  std::mt19937 rng(71);
+  auto r = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  for (int i = 0; i < 48; ++i) {
+    ConvCase k{};
+    k.group = r(0, 3) == 0 ? r(2, 3) : 1;
+    k.c = k.group * (i % 6 == 1 ? r(100, 200) : r(2, 40));
+    k.m = k.group * r(1, 40);
+    k.n = r(1, 3);
+    k.kh = k.kw = 3;
+    k.sh = k.sw = k.dh = k.dw = 1;
+    k.h = r(1, k.c > 40 ? 12 : 30);
+    k.w = r(1, k.c > 40 ? 12 : 30);
+    k.pt = r(0, 2);
+    k.pb = r(0, 2);
+    k.pl = r(0, i % 8 == 3 ? 9 : 2);
+    k.pr = r(0, 2);
+    if (!kernel_fits(k)) {
+      --i;
+      continue;
+    }
+    random_simple_epilogue(k, rng);
+    expect_nhwc_algo_matches(algos[static_cast<size_t>(i) % algos.size()], k, 300 + static_cast<uint32_t>(i), false);
+  }
 }
 
 // ConvTranspose's gemm algorithm against the reference kernel: 1-D to 3-D, groups, strides,

@@ -23,6 +23,19 @@ inline double rel_error(const Tensor& a, const Tensor& b) {
   return diff / scale;
 }
 
+// 10 log10(sum b^2 / sum (a - b)^2) in dB (infinity when equal)
+inline double sqnr_db(const Tensor& a, const Tensor& b) {
+  EXPECT_EQ(a.shape(), b.shape());
+  if (a.shape() != b.shape()) return -INFINITY;
+  double sig = 0, err = 0;
+  for (int64_t i = 0; i < b.numel(); ++i) {
+    const double x = a.data<float>()[i], y = b.data<float>()[i];
+    sig += y * y;
+    err += (x - y) * (x - y);
+  }
+  return err == 0 ? INFINITY : 10 * std::log10(sig / err);
+}
+
 struct AlgoRun {
   runtime::TensorMap out;
   std::string algorithm;  // what the session chose for node `node`

@@ -36,7 +36,7 @@ int64_t nan_count(const Tensor& t) {
 
 // Algorithms whose transforms mix a tile (Winograd) or a whole plane (FFT) of the input into
 // every output of it: a NaN spreads to those outputs, a superset of the reference's.
-bool spreads_nan(const std::string& a) { return a == "fft" || a == "winograd" || a == "winograd_f2"; }
+bool spreads_nan(const std::string& a) { return a == "fft" || a.rfind("winograd", 0) == 0; }
 // Runs `g` on the reference kernels and on each algorithm of `op_class` (forced); every run must
 // have NaN exactly where the reference has (at least there, for spreads_nan), and the reference
 // at least `min_nans`.

@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 
@@ -14,11 +15,18 @@ namespace joule::api {
 
 namespace {
 
-constexpr const char* kBf16 = "onednn_bf16";
+// The algorithms computing in bfloat16, ranked with the float32 ones under --precision bf16.
+const std::vector<std::string> kBf16 = {"onednn_bf16", "winograd_bf16", "winograd_f2_bf16"};
 
-// The float32 algorithm computing what a bf16 one computes, in float32 (same primitive).
-const kernels::Algorithm* fp32_twin(const std::string& op_class) {
-  return kernels::find_algorithm(op_class, op_class == "conv" ? "onednn" : "onednn_packed");
+bool is_bf16_algorithm(const std::string& a) {
+  return std::find(kBf16.begin(), kBf16.end(), a) != kBf16.end();
+}
+
+// The float32 algorithm computing what a bf16 one computes, in float32: the same primitive
+// (onednn), the same transforms (winograd).
+const kernels::Algorithm* fp32_twin(const std::string& op_class, const std::string& algorithm) {
+  if (op_class != "conv") return kernels::find_algorithm(op_class, "onednn_packed");
+  return kernels::find_algorithm(op_class, algorithm.substr(0, algorithm.size() - 5));  // less "_bf16"
 }
 
 // After each step on a bf16 kernel, the float32 kernel of the same node on the same inputs.
@@ -41,17 +49,17 @@ class Bf16Checker : public runtime::Observer {
     std::vector<const Tensor*> inputs(copies_.size(), nullptr);
     for (size_t i = 0; i < copies_.size(); ++i)
       if (copies_[i].defined()) inputs[i] = &copies_[i];
-    const std::string cls = kernels::op_class_of(n);
-    const kernels::Algorithm* twin = fp32_twin(cls);
+    const std::string cls = kernels::op_class_of(n), algorithm = n.meta["software"].value("algorithm", "");
+    const kernels::Algorithm* twin = fp32_twin(cls, algorithm);
     const kernels::NodeView v = kernels::view_of(s_.graph(), n, s_.threads());
     if (!twin || !twin->supports(v).empty())
-      fail_internal(n.where() + ": no float32 twin of " + kBf16 + " for " + cls);
+      fail_internal(n.where() + ": no float32 twin of " + algorithm + " for " + cls);
     std::unique_ptr<kernels::Kernel> k = twin->prepare(v);
     ops::KernelContext ctx{n, s_.graph().opset(n.domain), inputs, {}, &s_.pool()};
     k->run(ctx);
     quant::MetricsAccumulator acc;
     acc.add(ctx.outputs.at(0), outputs[0]);
-    layers.push_back({n.name, n.op_type, cls, acc.result().sqnr_db, false});
+    layers.push_back({n.name, n.op_type, cls, algorithm, acc.result().sqnr_db, false});
     copies_.clear();
   }
   std::vector<LayerPrecision> layers;
@@ -63,7 +71,7 @@ class Bf16Checker : public runtime::Observer {
 
 }  // namespace
 
-bool on_bf16_kernel(const ir::Node& n) { return n.meta["software"].value("algorithm", "") == kBf16; }
+bool on_bf16_kernel(const ir::Node& n) { return is_bf16_algorithm(n.meta["software"].value("algorithm", "")); }
 
 void check_precision(const std::string& precision) {
   if (precision != "fp32" && precision != "bf16") fail("precision: '" + precision + "' is neither fp32 nor bf16");
@@ -72,12 +80,12 @@ void check_precision(const std::string& precision) {
 }
 
 void precision_algorithms(const std::string& precision, kernels::AlgoSpec& algo) {
-  if (precision == "bf16") algo.also_rank.push_back(kBf16);
+  if (precision == "bf16") algo.also_rank.insert(algo.also_rank.end(), kBf16.begin(), kBf16.end());
 }
 
 void keep_fp32(const PrecisionReport& r, kernels::AlgoSpec& algo) {
   for (const LayerPrecision& l : r.layers)
-    if (l.fp32) algo.rules.emplace_back(l.node, std::vector<std::string>{fp32_twin(l.op_class)->name});
+    if (l.fp32) algo.rules.emplace_back(l.node, std::vector<std::string>{fp32_twin(l.op_class, l.algorithm)->name});
 }
 
 std::vector<LayerPrecision> bf16_layer_sqnr(runtime::Session& s, const runtime::TensorMap& inputs) {
@@ -99,6 +107,7 @@ nlohmann::json PrecisionReport::to_json() const {
   for (const LayerPrecision& l : layers)
     L.push_back({{"node", l.node},
                  {"op", l.op},
+                 {"algorithm", l.algorithm},
                  {"sqnr_db", std::isfinite(l.sqnr_db) ? nlohmann::json(l.sqnr_db) : nlohmann::json()},
                  {"precision", l.fp32 ? "fp32" : "bf16"}});
   return {{"precision", precision},     {"min_sqnr_db", min_sqnr_db}, {"check_input", check_input},
@@ -107,7 +116,7 @@ nlohmann::json PrecisionReport::to_json() const {
 
 std::string PrecisionReport::summary() const {
   if (precision != "bf16") return "precision fp32";
-  std::string s = fmt::format("precision bf16: {} Conv/MatMul/Gemm layer(s) on oneDNN bf16 kernels", bf16_layers());
+  std::string s = fmt::format("precision bf16: {} Conv/MatMul/Gemm layer(s) on bf16 kernels", bf16_layers());
   if (min_sqnr_db <= 0) return s + " (no SQNR check)";
   double lowest = std::numeric_limits<double>::infinity();
   for (const LayerPrecision& l : layers)

@@ -1,11 +1,12 @@
 #pragma once
 // --precision: the arithmetic Conv, MatMul and Gemm run in.
 //   fp32 (default)  float32 kernels, chosen by the algorithm policy.
-//   bf16            oneDNN's bfloat16 kernels (algorithm onednn_bf16: AVX512-BF16 or AMX-BF16,
-//                   refused with a one-line reason on CPUs without): operands rounded to
-//                   bfloat16, products summed in float32, bias, post-ops and outputs float32;
-//                   every other op stays float32. Layers oneDNN's bf16 kernels do not support
-//                   run float32 under the algorithm policy.
+//   bf16            bfloat16 kernels (onednn_bf16: oneDNN's, AVX512-BF16 or AMX-BF16;
+//                   winograd_bf16 / winograd_f2_bf16: joule's Winograd with its GEMMs in bf16,
+//                   AVX512-BF16; refused with a one-line reason on CPUs without): operands
+//                   rounded to bfloat16, products summed in float32, bias, post-ops and outputs
+//                   float32; every other op stays float32. Layers no bf16 kernel supports run
+//                   float32 under the algorithm policy.
 // The fallback ladder (bf16 -> fp32): prepare() runs the bf16 plan once on a check input and
 // computes, for every layer on a bf16 kernel, the same layer's float32 kernel on the same inputs;
 // a layer whose isolated output SQNR falls below the threshold stays float32.
@@ -19,26 +20,26 @@
 
 namespace joule::api {
 
-// True when the session chose the bf16 kernel (onednn_bf16) for node `n`.
+// True when the session chose a bf16 kernel (onednn_bf16, winograd_bf16, winograd_f2_bf16) for node `n`.
 bool on_bf16_kernel(const ir::Node& n);
 
 // BadInput unless `precision` is fp32 or bf16, and for bf16 on a CPU without native bfloat16
 // products (the reason names the CPU).
 void check_precision(const std::string& precision);
 
-// What --precision changes in `algo`: bf16 lets the policies rank onednn_bf16 (conv, matmul,
-// gemm) with the float32 algorithms, so a layer runs bf16 unless a float32 algorithm is
-// estimated (guess) or measured (auto) faster, e.g. Winograd on large 3x3 maps. Rules naming
-// algorithms are obeyed as given. fp32 changes nothing.
+// What --precision changes in `algo`: bf16 lets the policies rank the bf16 algorithms (conv,
+// matmul, gemm) with the float32 ones, so a layer runs bf16 unless a float32 algorithm is
+// estimated (guess) or measured (auto) faster. Rules naming algorithms are obeyed as given.
+// fp32 changes nothing.
 void precision_algorithms(const std::string& precision, kernels::AlgoSpec& algo);
 
 struct PrecisionReport;
-// Rules keeping the layers the ladder moved to fp32 there: each on the float32 algorithm of the
-// same primitive (conv: onednn, matmul/gemm: onednn_packed), the twin the check compared with.
+// Rules keeping the layers the ladder moved to fp32 there: each on the float32 twin of its bf16
+// algorithm (conv: onednn or winograd[_f2], matmul/gemm: onednn_packed), the one the check compared with.
 void keep_fp32(const PrecisionReport& r, kernels::AlgoSpec& algo);
 
 struct LayerPrecision {
-  std::string node, op, op_class;
+  std::string node, op, op_class, algorithm;  // algorithm: the bf16 one the plan chose
   double sqnr_db = 0;  // bf16 kernel against the float32 kernel, same inputs (infinity: equal)
   bool fp32 = false;   // below the threshold: kept float32
 };

@@ -114,6 +114,7 @@ Prepared prepare(ir::Graph g, const PrepareOptions& o) {
       if (on_bf16_kernel(p.session->step_node(i)))
         p.precision.layers.push_back({p.session->step_node(i).name, p.session->step_node(i).op_type,
                                       kernels::op_class_of(p.session->step_node(i)),
+                                      p.session->step_node(i).meta["software"].value("algorithm", ""),
                                       std::numeric_limits<double>::quiet_NaN(), false});
   return p;
 }

@@ -13,6 +13,8 @@ extern const Algorithm kConvWinograd;
 extern const Algorithm kConvWinogradF2;
 extern const Algorithm kConvOnednn;
 extern const Algorithm kConvOnednnBf16;
+extern const Algorithm kConvWinogradBf16;
+extern const Algorithm kConvWinogradF2Bf16;
 extern const Algorithm kConvGrouped;
 extern const Algorithm kConvImplicitNhwc;
 extern const Algorithm kGemmOnednnBf16;
@@ -51,7 +53,7 @@ bool is_recurrent(const ir::Node& n);  // kernels/recurrent/recurrent.cpp
 
 const std::vector<const Algorithm*>& all_algorithms() {
   static const std::vector<const Algorithm*> all = [] {
-    std::vector<const Algorithm*> r = {&kConvDirect, &kConvIm2colGemm, &kConvImplicitGemm, &kConvFft, &kConvWinograd, &kConvWinogradF2, &kConvOnednn, &kConvOnednnBf16, &kConvGrouped, &kConvImplicitNhwc,
+    std::vector<const Algorithm*> r = {&kConvDirect, &kConvIm2colGemm, &kConvImplicitGemm, &kConvFft, &kConvWinograd, &kConvWinogradF2, &kConvOnednn, &kConvOnednnBf16, &kConvWinogradBf16, &kConvWinogradF2Bf16, &kConvGrouped, &kConvImplicitNhwc,
                                                      &kGemmOnednnPacked, &kGemmOnednn, &kGemmBlas, &kGemmSmallM, &kGemmOnednnBf16, &kMatMulOnednnPacked, &kMatMulOnednn, &kMatMulBlas, &kMatMulSmallM, &kMatMulOnednnBf16,
                                                      &kQConvOnednnInt8, &kQMatMulOnednnInt8, &kQMatMulAvx2Int8, &kQConvEmulated, &kQMatMulEmulated, &kConvGradDataOnednn,
                                                      &kConvGradWeightOnednn, &kUnarySimd, &kBinarySimd, &kPoolSimd, &kTransposeTiled, &kConcatCopy, &kSliceCopy,

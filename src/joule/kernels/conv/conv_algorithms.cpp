@@ -135,7 +135,7 @@ std::string need_avx512() { return cpu_features().avx512 ? "" : "needs AVX-512 (
 template <int Tile>
 std::string winograd_supports_node(const NodeView& v) {
   ConvProblem p;
-  if (std::string r = read_nchw_conv_problem(v, &p); !r.empty()) return r;
+  if (std::string r = read_conv_problem(v, &p); !r.empty()) return r;
   if (std::string r = avx2_fma_missing_reason(); !r.empty()) return r;
   if (std::string r = p.epilogue.simple_activation(); !r.empty()) return r;
   return winograd_supports(p.shape, Tile);
@@ -162,11 +162,30 @@ double winograd_estimate(const NodeView& v) {
   gf *= linear_group_factor(p.shape);
   return time_ms(p.shape, v.threads, gf, 0.01);
 }
-template <int Tile>
+template <int Tile, bool Bf16 = false>
 std::unique_ptr<Kernel> winograd_prepare(const NodeView& v) {
   return prepare_conv(v, [](const ConvProblem& p, int threads) {
-    return make_winograd_conv(p.shape, p.weight, p.bias, p.epilogue, Tile, threads);
+    return make_winograd_conv(p.shape, p.weight, p.bias, p.epilogue, Tile, threads, p.channels_last, Bf16);
   });
+}
+
+// ---- winograd_bf16 and winograd_f2_bf16: the same transforms, the GEMMs on bf16 pairs (ranked
+// under --precision bf16)
+template <int Tile>
+std::string winograd_bf16_supports_node(const NodeView& v) {
+  if (std::string r = winograd_bf16_unsupported_reason(); !r.empty()) return r;
+  return winograd_supports_node<Tile>(v);
+}
+// The GEMMs take half their float32 time, the transforms as long (plus the bf16 conversions):
+// measured at 1 thread against the float32 kernel on the same layers (Zen 5, vgg11 and resnet50's
+// 3x3 layers, F(4x4), 2026-11-28), 0.48-0.6x with 256 or more input channels per group, 0.61-0.66x
+// with 128, 0.68-0.71x with 64, 1.2x with 3 (the first layer).
+template <int Tile>
+double winograd_bf16_estimate(const NodeView& v) {
+  ConvProblem p;
+  read_conv_problem(v, &p);
+  const double ratio = std::clamp(0.5 + 16.0 / static_cast<double>(p.shape.cg()), 0.5, 1.3);
+  return winograd_estimate<Tile>(v) * ratio;
 }
 
 // ---- direct
@@ -358,6 +377,17 @@ const Algorithm kConvWinograd{"conv", "winograd", "Winograd F(4x4,3x3), AVX-512 
 extern const Algorithm kConvWinogradF2;
 const Algorithm kConvWinogradF2{"conv", "winograd_f2", "Winograd F(2x2,3x3), AVX-512 or AVX2 (3x3 stride 1)",
                                 winograd_supports_node<2>, winograd_estimate<2>, winograd_prepare<2>};
+
+extern const Algorithm kConvWinogradBf16;
+const Algorithm kConvWinogradBf16{"conv", "winograd_bf16",
+                                  "Winograd F(4x4,3x3) with bfloat16 GEMMs (AVX512-BF16; --precision bf16)",
+                                  winograd_bf16_supports_node<4>, winograd_bf16_estimate<4>, winograd_prepare<4, true>,
+                                  /*on_request_only=*/true};
+extern const Algorithm kConvWinogradF2Bf16;
+const Algorithm kConvWinogradF2Bf16{"conv", "winograd_f2_bf16",
+                                    "Winograd F(2x2,3x3) with bfloat16 GEMMs (AVX512-BF16; --precision bf16)",
+                                    winograd_bf16_supports_node<2>, winograd_bf16_estimate<2>,
+                                    winograd_prepare<2, true>, /*on_request_only=*/true};
 
 extern const Algorithm kConvOnednn;
 const Algorithm kConvOnednn{"conv", "onednn", "oneDNN convolution primitive (blocked layouts, fused post-ops)",

@@ -147,7 +147,8 @@ std::string read_conv_problem(const NodeView& v, ConvProblem* p, bool runtime_we
 }
 
 const std::vector<std::string>& channels_last_conv_algorithms() {
-  static const std::vector<std::string> names = {"onednn", "onednn_bf16", "grouped", "implicit_nhwc"};
+  static const std::vector<std::string> names = {"onednn",        "onednn_bf16",   "grouped",      "implicit_nhwc",
+                                                 "winograd",      "winograd_f2",   "winograd_bf16", "winograd_f2_bf16"};
   return names;
 }
 

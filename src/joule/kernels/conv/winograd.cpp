@@ -10,9 +10,11 @@
 namespace joule::kernels {
 
 std::unique_ptr<ConvKernel> make_winograd_conv_avx512(const ConvShape& s, const float* weight, const float* bias,
-                                                      const Epilogue& ep, int tile, int threads);
+                                                      const Epilogue& ep, int tile, bool nhwc, int threads);
+std::unique_ptr<ConvKernel> make_winograd_conv_avx512_bf16(const ConvShape& s, const float* weight, const float* bias,
+                                                           const Epilogue& ep, int tile, bool nhwc, int threads);
 std::unique_ptr<ConvKernel> make_winograd_conv_avx2(const ConvShape& s, const float* weight, const float* bias,
-                                                    const Epilogue& ep, int tile, int threads);
+                                                    const Epilogue& ep, int tile, bool nhwc, int threads);
 
 std::string winograd_supports(const ConvShape& s, int tile) {
   if (tile != 2 && tile != 4) return "winograd tile must be 2 (F(2x2,3x3)) or 4 (F(4x4,3x3))";
@@ -27,12 +29,21 @@ std::string winograd_supports(const ConvShape& s, int tile) {
   return "";
 }
 
+std::string winograd_bf16_unsupported_reason() {
+  if (cpu_features().avx512_bf16) return "";
+  return "winograd_bf16 needs AVX512-BF16 (this CPU: " + cpu_features().model + ", " + cpu_features().isa + ")";
+}
+
 std::unique_ptr<ConvKernel> make_winograd_conv(const ConvShape& s, const float* weight, const float* bias,
-                                               const Epilogue& ep, int tile, int threads) {
+                                               const Epilogue& ep, int tile, int threads, bool nhwc, bool bf16) {
   const std::string why = winograd_supports(s, tile);
   if (!why.empty()) fail_unsupported(why);
-  if (cpu_features().avx512) return make_winograd_conv_avx512(s, weight, bias, ep, tile, threads);
-  if (cpu_features().avx2_fma) return make_winograd_conv_avx2(s, weight, bias, ep, tile, threads);
+  if (bf16) {
+    if (std::string r = winograd_bf16_unsupported_reason(); !r.empty()) fail_unsupported(r);
+    return make_winograd_conv_avx512_bf16(s, weight, bias, ep, tile, nhwc, threads);
+  }
+  if (cpu_features().avx512) return make_winograd_conv_avx512(s, weight, bias, ep, tile, nhwc, threads);
+  if (cpu_features().avx2_fma) return make_winograd_conv_avx2(s, weight, bias, ep, tile, nhwc, threads);
   fail_unsupported("winograd needs AVX2 with FMA or AVX-512 (this CPU: " + cpu_features().isa + ")");
 }
 

@@ -16,7 +16,14 @@ std::string winograd_supports(const ConvShape& s, int tile);
 // weight: [M, C/group, 3, 3] row-major; bias: [M] or nullptr. The weights are transformed
 // and all scratch for `threads` threads is allocated here; run() must be given a pool with
 // at most `threads` threads. Throws Error(Unsupported) when winograd_supports() refuses.
+// nhwc: x, the residual and y N,H,W,C (else N,C,H,W). bf16: the transformed weights and input
+// in bfloat16, their products summed in float32 (AVX512-BF16; Error(Unsupported) on CPUs
+// without, see winograd_bf16_unsupported_reason).
 std::unique_ptr<ConvKernel> make_winograd_conv(const ConvShape& s, const float* weight, const float* bias,
-                                               const Epilogue& ep, int tile, int threads);
+                                               const Epilogue& ep, int tile, int threads, bool nhwc = false,
+                                               bool bf16 = false);
+
+// "" on CPUs with AVX512-BF16, otherwise a one-line reason naming the CPU.
+std::string winograd_bf16_unsupported_reason();
 
 }  // namespace joule::kernels

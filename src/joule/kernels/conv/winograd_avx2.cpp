@@ -60,8 +60,8 @@ struct Avx2 {
 }  // namespace
 
 std::unique_ptr<ConvKernel> make_winograd_conv_avx2(const ConvShape& s, const float* weight, const float* bias,
-                                                    const Epilogue& ep, int tile, int threads) {
-  return make_winograd_for<Avx2>(s, weight, bias, ep, tile, threads);
+                                                    const Epilogue& ep, int tile, bool nhwc, int threads) {
+  return make_winograd_for<Avx2>(s, weight, bias, ep, tile, nhwc, threads);
 }
 
 }  // namespace joule::kernels

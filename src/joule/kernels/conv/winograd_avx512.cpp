@@ -1,4 +1,6 @@
-// Winograd F(2x2|4x4, 3x3) with 16 channels per AVX-512 vector (the method: winograd_impl.h).
+// Winograd F(2x2|4x4, 3x3) with 16 channels per AVX-512 vector (the method: winograd_impl.h),
+// and its bfloat16 form (GEMMs on VDPBF16PS): this file is built with -mavx512bf16, and the bf16
+// form is only made on CPUs with AVX512-BF16 (winograd.cpp).
 // GCC 12 warns about _mm512_undefined_* inside its own intrinsics headers.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include "joule/kernels/conv/winograd_impl.h"
@@ -34,6 +36,18 @@ struct Avx512 {
   static R loadu_n(const float* p, int n) { return _mm512_maskz_loadu_ps(first(n), p); }
   static void storeu_n(float* p, R v, int n) { _mm512_mask_storeu_ps(p, first(n), v); }
 
+  // bfloat16 (the Bf16 form only): 16 floats rounded to nearest even, stored as 16 bf16; 16 pairs
+  // loaded or one pair broadcast; acc + a.lo b.lo + a.hi b.hi per float lane.
+  using Pairs = __m512bh;
+  static void store_bf16(uint16_t* p, R v) { _mm256_store_si256(reinterpret_cast<__m256i*>(p), (__m256i)_mm512_cvtneps_pbh(v)); }
+  static Pairs load_pairs(const uint16_t* p) { return (__m512bh)_mm512_load_si512(p); }
+  static Pairs broadcast_pair(const uint16_t* p) {
+    int32_t pair;
+    std::memcpy(&pair, p, 4);
+    return (__m512bh)_mm512_set1_epi32(pair);
+  }
+  static R dot2(R acc, Pairs a, Pairs b) { return _mm512_dpbf16_ps(acc, a, b); }
+
   // In-register transpose of a 16x16 float matrix (r[i] = row i).
   static void transpose(R* r) {
     R t[16];
@@ -66,8 +80,13 @@ struct Avx512 {
 }  // namespace
 
 std::unique_ptr<ConvKernel> make_winograd_conv_avx512(const ConvShape& s, const float* weight, const float* bias,
-                                                      const Epilogue& ep, int tile, int threads) {
-  return make_winograd_for<Avx512>(s, weight, bias, ep, tile, threads);
+                                                      const Epilogue& ep, int tile, bool nhwc, int threads) {
+  return make_winograd_for<Avx512>(s, weight, bias, ep, tile, nhwc, threads);
+}
+
+std::unique_ptr<ConvKernel> make_winograd_conv_avx512_bf16(const ConvShape& s, const float* weight, const float* bias,
+                                                           const Epilogue& ep, int tile, bool nhwc, int threads) {
+  return make_winograd_for<Avx512, true>(s, weight, bias, ep, tile, nhwc, threads);
 }
 
 }  // namespace joule::kernels

@@ -23,6 +23,8 @@
 //      3. applies A^T M A with W output channels per vector into [x][W channels] rows,
 //         transposes back to NCHW and applies the epilogue (bias, residual, activation)
 //         on the way out, with masked stores for partial tiles at the right/bottom edges.
+//  On N,H,W,C tensors (channels_last) steps 1 and 3 need no transposes: a pixel's W channels
+//  are one (masked) vector load or store.
 //  A block holds about V::kBlockBytes of V + M (half of L2), more when U is big: each block
 //  streams all of its group's U, so bigger blocks mean fewer passes over the weights.
 //  Small images are batched several to a block for the same reason.
@@ -33,6 +35,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -112,9 +115,9 @@ constexpr double kG4[6][3] = {{1.0 / 4, 0, 0},
 // ---- 2-D tile transforms, W channels per vector ----------------------------------------
 
 // rows[i] + x: row i of a (T+2)x(T+2) patch, W channels per pixel.
-// dst: point a = i*(T+2)+j at dst + a*astride (W floats).
-template <class V, int T>
-inline void input_tile(const float* const* rows, int64_t x, float* dst, int64_t astride) {
+// dst: point a = i*(T+2)+j at dst + a*astride (W floats, or W bfloat16 when Out is uint16_t).
+template <class V, int T, class Out>
+inline void input_tile(const float* const* rows, int64_t x, Out* dst, int64_t astride) {
   using R = typename V::R;
   constexpr int A = T + 2;
   R tmp[A][A];
@@ -132,7 +135,10 @@ inline void input_tile(const float* const* rows, int64_t x, float* dst, int64_t 
     for (int i = 0; i < A; ++i) col[i] = tmp[i][j];
     bt<V, T>(col, o);
 #pragma GCC unroll 8
-    for (int i = 0; i < A; ++i) V::store(dst + (i * A + j) * astride, o[i]);
+    for (int i = 0; i < A; ++i) {
+      if constexpr (std::is_same_v<Out, float>) V::store(dst + (i * A + j) * astride, o[i]);
+      else V::store_bf16(dst + (i * A + j) * astride, o[i]);
+    }
   }
 }
 
@@ -207,28 +213,90 @@ constexpr std::array<GemmFn, sizeof...(NR)> gemm_table(std::integer_sequence<int
   return {&gemm_kernel<V, MV, NR + 1>...};
 }
 
+// The same product with U and V in bfloat16, two channels per 32-bit lane (V::dot2: VDPBF16PS,
+// float32 sums): u packed as [k/2][W*MV][2], channel pairs of v adjacent (k even). kc is even:
+// the odd channel of the last pair is zero in both.
+template <class V, int MV, int NR>
+void gemm_kernel_bf16(const uint16_t* __restrict u, const uint16_t* __restrict v, int64_t vst, int64_t kc,
+                      float* __restrict out, int64_t ost, int64_t gs) {
+  using R = typename V::R;
+  using P = typename V::Pairs;
+  constexpr int W = V::W;
+  R acc[NR][MV];
+#pragma GCC unroll 16
+  for (int t = 0; t < NR; ++t)
+#pragma GCC unroll 2
+    for (int j = 0; j < MV; ++j) acc[t][j] = V::zero();
+  for (int64_t k0 = 0; k0 < kc; k0 += W, v += gs) {
+    const int64_t kn = std::min<int64_t>(W, kc - k0);
+#pragma GCC unroll 16
+    for (int t = 0; t < NR; ++t) _mm_prefetch(reinterpret_cast<const char*>(v + t * vst + gs), _MM_HINT_T0);
+    for (int64_t kk = 0; kk < kn; kk += 2) {
+      const uint16_t* uk = u + (k0 + kk) * (W * MV);
+#pragma GCC unroll 2
+      for (int j = 0; j < MV; ++j)
+        _mm_prefetch(reinterpret_cast<const char*>(uk + 2 * W * j + 2 * kPrefetch), _MM_HINT_T0);
+      P w[MV];
+#pragma GCC unroll 2
+      for (int j = 0; j < MV; ++j) w[j] = V::load_pairs(uk + 2 * W * j);
+#pragma GCC unroll 16
+      for (int t = 0; t < NR; ++t) {
+        const P b = V::broadcast_pair(v + t * vst + kk);
+#pragma GCC unroll 2
+        for (int j = 0; j < MV; ++j) acc[t][j] = V::dot2(acc[t][j], w[j], b);
+      }
+    }
+  }
+#pragma GCC unroll 16
+  for (int t = 0; t < NR; ++t)
+#pragma GCC unroll 2
+    for (int j = 0; j < MV; ++j) V::store(out + t * ost + j * gs, acc[t][j]);
+}
+
+using GemmBf16Fn = void (*)(const uint16_t*, const uint16_t*, int64_t, int64_t, float*, int64_t, int64_t);
+
+template <class V, int MV, int... NR>
+constexpr std::array<GemmBf16Fn, sizeof...(NR)> gemm_bf16_table(std::integer_sequence<int, NR...>) {
+  return {&gemm_kernel_bf16<V, MV, NR + 1>...};
+}
+
+// float -> bfloat16, rounded to nearest even; NaN stays NaN.
+inline uint16_t to_bf16(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  if ((b & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((b >> 16) | 0x40);
+  return static_cast<uint16_t>((b + 0x7fffu + ((b >> 16) & 1)) >> 16);
+}
+
 // ---- the algorithm ----------------------------------------------------------------------
 
 struct Scratch {
   Buffer v, m, in, out;
 };
 
-template <class V, int T>
+// Bf16: U and V in bfloat16, the GEMMs on V::dot2 (transforms, M and the epilogue in float32).
+template <class V, int T, bool Bf16 = false>
 class WinogradConv final : public ConvKernel {
   using R = typename V::R;
+  using E = std::conditional_t<Bf16, uint16_t, float>;  // element of U and V
   static constexpr int64_t A = T + 2, A2 = A * A;
   static constexpr int64_t W = V::W;
   static constexpr int64_t kNr = V::kNr;    // tiles per GEMM micro-kernel call
   static constexpr int64_t kMBlock = 2 * W;  // output channels per packed U panel (two vectors)
-  static constexpr auto kGemm1 = gemm_table<V, 1>(std::make_integer_sequence<int, V::kNr>{});
-  static constexpr auto kGemm2 = gemm_table<V, 2>(std::make_integer_sequence<int, V::kNr>{});
+  template <int MV>
+  static constexpr auto gemm_fns() {
+    if constexpr (Bf16) return gemm_bf16_table<V, MV>(std::make_integer_sequence<int, V::kNr>{});
+    else return gemm_table<V, MV>(std::make_integer_sequence<int, V::kNr>{});
+  }
+  static constexpr auto kGemm1 = gemm_fns<1>(), kGemm2 = gemm_fns<2>();
 
  public:
-  WinogradConv(const ConvShape& s, const float* weight, const float* bias, const Epilogue& ep, int threads)
-      : s_(s), ep_(ep), threads_(std::max(1, threads)) {
+  WinogradConv(const ConvShape& s, const float* weight, const float* bias, const Epilogue& ep, bool nhwc, int threads)
+      : s_(s), ep_(ep), nhwc_(nhwc), threads_(std::max(1, threads)) {
     cg_ = s.cg();
     mg_ = s.mg();
     cgp_ = round_up(cg_, W);
+    cgk_ = Bf16 ? round_up(cg_, 2) : cg_;  // rows of U: whole channel pairs in bf16
     mgp_ = round_up(mg_, W);
     mblocks_ = div_up(mgp_, kMBlock);
     tiles_h_ = div_up(s.oh, T);
@@ -261,8 +329,11 @@ class WinogradConv final : public ConvKernel {
       ++mparts_;
     jobs_ = base_jobs * mparts_;
 
-    // U[g][a][m panel][c][panel width], zero for the padded output channels.
-    u_ = alloc_floats(s.group * A2 * cg_ * mgp_);
+    // U[g][a][m panel][c][panel width], zero for the padded output channels; in bf16
+    // U[g][a][m panel][c/2][panel width][2].
+    const int64_t ucount = s.group * A2 * cgk_ * mgp_;
+    u_ = alloc_floats(Bf16 ? div_up(ucount, 2) : ucount);
+    E* u = reinterpret_cast<E*>(u_.get());
     const double(*G)[3] = T == 2 ? kG2 : kG4;
     std::vector<double> tr(A2);
     for (int64_t g = 0; g < s.group; ++g) {
@@ -276,8 +347,11 @@ class WinogradConv final : public ConvKernel {
           }
           const int64_t mb = m / kMBlock, width = std::min(kMBlock, mgp_ - mb * kMBlock);
           for (int64_t a = 0; a < A2; ++a) {
-            float* panel = u_.get() + (g * A2 + a) * cg_ * mgp_ + mb * kMBlock * cg_;
-            panel[c * width + m % kMBlock] = static_cast<float>(tr[a]);
+            E* panel = u + (g * A2 + a) * cgk_ * mgp_ + mb * kMBlock * cgk_;
+            if constexpr (Bf16)
+              panel[(c / 2 * width + m % kMBlock) * 2 + c % 2] = to_bf16(static_cast<float>(tr[a]));
+            else
+              panel[c * width + m % kMBlock] = static_cast<float>(tr[a]);
           }
         }
       }
@@ -289,7 +363,7 @@ class WinogradConv final : public ConvKernel {
     rwp_ = round_up(bw_ * T + 2, W);
     owp_ = round_up(bw_ * T, W);
     for (auto& sc : scratch_) {
-      sc.v = alloc_floats(tb_ * A2 * cgp_);  // V[tile][c/W][point][W]
+      sc.v = alloc_floats(tb_ * A2 * cgp_);  // V[tile][c/W][point][W] (float or bf16)
       sc.m = alloc_floats(tb_ * A2 * mgp_);  // M[tile][m/W][point][W]
       sc.in = alloc_floats(A * rwp_ * W);    // ring of T+2 rows [x][W channels]
       sc.out = alloc_floats(T * owp_ * W);   // T output rows [x][W channels]
@@ -329,7 +403,7 @@ class WinogradConv final : public ConvKernel {
     const int64_t bh = std::min(bh_, tiles_h_ - ty0), bw = std::min(bw_, tiles_w_ - tx0);
     const int64_t tpi = bh * bw, nt = (n1 - n0) * tpi;  // tiles per image, in the block
     const int64_t mb0 = mblocks_ * mp / mparts_, mb1 = mblocks_ * (mp + 1) / mparts_;
-    float* v = sc.v.get();
+    E* v = reinterpret_cast<E*>(sc.v.get());
     float* mbuf = sc.m.get();
     const int64_t hw = s_.h * s_.w, ohw = s_.oh * s_.ow;
 
@@ -338,9 +412,9 @@ class WinogradConv final : public ConvKernel {
     const int64_t y0 = ty0 * T - s_.pad_top, x0 = tx0 * T - s_.pad_left, rw = bw * T + 2;
     float* ring = sc.in.get();
     for (int64_t n = n0; n < n1; ++n) {
-      float* vn = v + (n - n0) * tpi * A2 * cgp_;
+      E* vn = v + (n - n0) * tpi * A2 * cgp_;
       for (int64_t c0 = 0; c0 < cg_; c0 += W) {
-        const float* src = x + (n * s_.c + g * cg_ + c0) * hw;
+        const float* src = nhwc_ ? x + n * hw * s_.c + g * cg_ + c0 : x + (n * s_.c + g * cg_ + c0) * hw;
         const int64_t nch = std::min<int64_t>(W, cg_ - c0);
         int64_t loaded = 0;
         for (int64_t ty = 0; ty < bh; ++ty) {
@@ -358,11 +432,11 @@ class WinogradConv final : public ConvKernel {
     for (int64_t a = 0; a < A2; ++a) {
       for (int64_t mb = mb0; mb < mb1; ++mb) {
         const int64_t width = std::min(kMBlock, mgp_ - mb * kMBlock);
-        const float* u = u_.get() + (g * A2 + a) * cg_ * mgp_ + mb * kMBlock * cg_;
+        const E* u = reinterpret_cast<const E*>(u_.get()) + (g * A2 + a) * cgk_ * mgp_ + mb * kMBlock * cgk_;
         const auto& table = width == kMBlock ? kGemm2 : kGemm1;
         for (int64_t i = 0; i < chunks; ++i) {  // balanced: 16 tiles -> 8 + 8, not 12 + 4
           const int64_t t0 = nt * i / chunks, nr = nt * (i + 1) / chunks - t0;
-          table[static_cast<size_t>(nr - 1)](u, v + t0 * A2 * cgp_ + a * W, A2 * cgp_, cg_,
+          table[static_cast<size_t>(nr - 1)](u, v + t0 * A2 * cgp_ + a * W, A2 * cgp_, cgk_,
                                              mbuf + t0 * A2 * mgp_ + (mb * kMBlock / W * A2 + a) * W, A2 * mgp_,
                                              A2 * W);
         }
@@ -381,7 +455,8 @@ class WinogradConv final : public ConvKernel {
         for (int64_t ty = 0; ty < bh; ++ty) {
           for (int64_t tx = 0; tx < bw; ++tx)
             output_tile<V, T>(mn + (ty * bw + tx) * A2 * mgp_ + m0 * A2, W, sc.out.get() + tx * T * W, owp_ * W);
-          const int64_t off = (n * s_.m + g * mg_ + m0) * ohw + (oy0 + ty * T) * s_.ow + ox0;
+          const int64_t pix = (oy0 + ty * T) * s_.ow + ox0;
+          const int64_t off = nhwc_ ? (n * ohw + pix) * s_.m + g * mg_ + m0 : (n * s_.m + g * mg_ + m0) * ohw + pix;
           store_rows(sc.out.get(), std::min<int64_t>(T, s_.oh - oy0 - ty * T), cols, nch, y + off,
                      residual ? residual + off : nullptr, bias_.get() + g * mg_ + m0);
         }
@@ -390,9 +465,18 @@ class WinogradConv final : public ConvKernel {
   }
 
   // dst[x][W] = src channel k (< nch) at (gy, x0 + x) for x < rw, zero outside the image.
+  // src: channel 0 of the W at pixel (0, 0) (N,H,W,C), or the plane of channel 0 (N,C,H,W).
   void load_row(const float* src, int64_t nch, int64_t gy, int64_t x0, int64_t rw, float* dst) const {
     if (gy < 0 || gy >= s_.h || nch == 0) {
       std::memset(dst, 0, sizeof(float) * static_cast<size_t>(round_up(rw, W) * W));
+      return;
+    }
+    if (nhwc_) {  // the W channels of a pixel lie together: one (masked) load each
+      const float* srow = src + gy * s_.w * s_.c;
+      const int64_t end = round_up(rw, W), lo = std::clamp<int64_t>(-x0, 0, end), hi = std::clamp<int64_t>(s_.w - x0, lo, end);
+      std::memset(dst, 0, sizeof(float) * static_cast<size_t>(lo * W));
+      for (int64_t xi = lo; xi < hi; ++xi) V::store(dst + xi * W, V::loadu_n(srow + (x0 + xi) * s_.c, static_cast<int>(nch)));
+      std::memset(dst + hi * W, 0, sizeof(float) * static_cast<size_t>((end - hi) * W));
       return;
     }
     const int64_t hw = s_.h * s_.w;
@@ -413,11 +497,35 @@ class WinogradConv final : public ConvKernel {
     }
   }
 
-  // y channel k (< nch), row r, col x = epilogue(src[r][x][k]) for r < rows, x < cols.
+  R activate(R val, R alpha, R beta) const {
+    switch (ep_.act) {
+      case Activation::kNone: return val;
+      case Activation::kRelu: return V::max(V::zero(), val);  // NaN (second) stays
+      case Activation::kClip: return V::min(beta, V::max(alpha, val));
+      case Activation::kLeakyRelu: return V::leaky(val, alpha);
+      default: return val;  // refused in supports (Epilogue::simple_activation)
+    }
+  }
+
+  // y channel k (< nch), row r, col x = epilogue(src[r][x][k]) for r < rows, x < cols; y and res
+  // at channel k = 0 of pixel (r = 0, x = 0).
   void store_rows(const float* src, int64_t rows, int64_t cols, int64_t nch, float* y, const float* res,
                   const float* bias) const {
     const int64_t ohw = s_.oh * s_.ow;
-    const R alpha = V::set1(ep_.alpha), beta = V::set1(ep_.beta), zero = V::zero();
+    const R alpha = V::set1(ep_.alpha), beta = V::set1(ep_.beta);
+    if (nhwc_) {  // W output channels of a pixel together: no transpose
+      const int n = static_cast<int>(nch);
+      const R b = V::loadu_n(bias, n);
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t xc = 0; xc < cols; ++xc) {
+          const int64_t off = (r * s_.ow + xc) * s_.m;
+          R val = V::add(V::load(src + (r * owp_ + xc) * W), b);
+          if (res) val = V::add(val, V::loadu_n(res + off, n));
+          V::storeu_n(y + off, activate(val, alpha, beta), n);
+        }
+      }
+      return;
+    }
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t xc = 0; xc < cols; xc += W) {
         R reg[W];
@@ -428,14 +536,7 @@ class WinogradConv final : public ConvKernel {
           const int64_t off = k * ohw + r * s_.ow + xc;
           R val = V::add(reg[k], V::set1(bias[k]));
           if (res) val = V::add(val, V::loadu_n(res + off, n));
-          switch (ep_.act) {
-            case Activation::kNone: break;
-            case Activation::kRelu: val = V::max(zero, val); break;  // NaN (second) stays
-            case Activation::kClip: val = V::min(beta, V::max(alpha, val)); break;
-            case Activation::kLeakyRelu: val = V::leaky(val, alpha); break;
-            default: break;  // refused in supports (Epilogue::simple_activation)
-          }
-          V::storeu_n(y + off, val, n);
+          V::storeu_n(y + off, activate(val, alpha, beta), n);
         }
       }
     }
@@ -443,19 +544,20 @@ class WinogradConv final : public ConvKernel {
 
   ConvShape s_;
   Epilogue ep_;
+  bool nhwc_;  // x, residual and y N,H,W,C (else N,C,H,W)
   int64_t threads_;
-  int64_t cg_, mg_, cgp_, mgp_, mblocks_;
+  int64_t cg_, mg_, cgp_, cgk_, mgp_, mblocks_;
   int64_t tiles_h_, tiles_w_, bh_, bw_, nbh_, nbw_, ipb_, nbn_, tb_, mparts_, jobs_;
   int64_t rwp_, owp_;
   Buffer u_, bias_;
   std::vector<Scratch> scratch_;
 };
 
-template <class V>
+template <class V, bool Bf16 = false>
 std::unique_ptr<ConvKernel> make_winograd_for(const ConvShape& s, const float* weight, const float* bias,
-                                              const Epilogue& ep, int tile, int threads) {
-  if (tile == 2) return std::make_unique<WinogradConv<V, 2>>(s, weight, bias, ep, threads);
-  return std::make_unique<WinogradConv<V, 4>>(s, weight, bias, ep, threads);
+                                              const Epilogue& ep, int tile, bool nhwc, int threads) {
+  if (tile == 2) return std::make_unique<WinogradConv<V, 2, Bf16>>(s, weight, bias, ep, nhwc, threads);
+  return std::make_unique<WinogradConv<V, 4, Bf16>>(s, weight, bias, ep, nhwc, threads);
 }
 
 }  // namespace
