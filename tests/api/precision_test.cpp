@@ -86,4 +86,51 @@ TEST(Precision, Bf16LayersAreCheckedAgainstFloat32AndTheLadderKeepsLowOnesThere)
   EXPECT_NE(unchecked.precision.summary().find("no SQNR check"), std::string::npos);
 }
 
+// The ladder's middle rung: a layer on winograd_bf16 (F(4x4)) below the threshold moves to
+// winograd_f2_bf16 (F(2x2), whose rounding the output transform magnifies less), is checked
+// again there, and stays bf16 when it passes.
+TEST(Precision, Winograd4x4LayersBelowTheThresholdTryTwoByTwoBeforeFloat32) {
+  if (!joule::cpu_features().avx512_bf16) GTEST_SKIP() << "winograd_bf16 needs AVX512-BF16";
+  const api::Model m = api::Model::load(kModel);
+  auto on_f4 = [](double min_sqnr_db) {
+    api::PrepareOptions o = bf16(min_sqnr_db);
+    o.algo.rules.push_back("conv=winograd_bf16,onednn_bf16");  // every 3x3 conv of the model on F(4x4)
+    return o;
+  };
+  const api::Prepared all_f4 = api::prepare(m, on_f4(1));
+  std::string worst;
+  double lowest = 1e9;
+  for (const api::LayerPrecision& l : all_f4.precision.layers)
+    if (l.algorithm == "winograd_bf16" && l.sqnr_db < lowest) {
+      lowest = l.sqnr_db;
+      worst = l.node;
+    }
+  ASSERT_FALSE(worst.empty()) << all_f4.precision.to_json().dump();
+  EXPECT_GT(lowest, 20);
+  EXPECT_LT(lowest, 50) << "F(4x4) in bf16 as exact as F(2x2)?";
+
+  // Just above the worst F(4x4) layer: it moves to F(2x2) and passes there.
+  api::Prepared p = api::prepare(m, on_f4(lowest + 0.5));
+  bool seen = false;
+  for (const api::LayerPrecision& l : p.precision.layers)
+    if (l.node == worst) {
+      seen = true;
+      EXPECT_EQ(l.algorithm, "winograd_f2_bf16");
+      EXPECT_FALSE(l.fp32) << l.sqnr_db;
+      EXPECT_GE(l.sqnr_db, lowest + 0.5);
+    }
+  EXPECT_TRUE(seen) << p.precision.to_json().dump();
+  for (size_t i = 0; i < p.session->num_steps(); ++i)
+    if (p.session->step_node(i).name == worst) {
+      EXPECT_EQ(p.session->step_node(i).meta["software"].value("algorithm", ""), "winograd_f2_bf16");
+    }
+  // A threshold no bf16 layer reaches: the F(2x2) rung is tried, then float32 Winograd.
+  api::Prepared none = api::prepare(m, on_f4(1000));
+  EXPECT_EQ(none.precision.bf16_layers(), 0u);
+  for (size_t i = 0; i < none.session->num_steps(); ++i)
+    if (none.session->step_node(i).name == worst) {
+      EXPECT_EQ(none.session->step_node(i).meta["software"].value("algorithm", ""), "winograd_f2");
+    }
+}
+
 }  // namespace

@@ -83,9 +83,31 @@ void precision_algorithms(const std::string& precision, kernels::AlgoSpec& algo)
   if (precision == "bf16") algo.also_rank.insert(algo.also_rank.end(), kBf16.begin(), kBf16.end());
 }
 
+namespace {
+// The rule for `node` (the first rule naming a node wins): replaced, or added.
+void set_rule(kernels::AlgoSpec& algo, const std::string& node, const std::string& name) {
+  for (auto& [target, names] : algo.rules)
+    if (target == node) {
+      names = {name};
+      return;
+    }
+  algo.rules.emplace_back(node, std::vector<std::string>{name});
+}
+}  // namespace
+
 void keep_fp32(const PrecisionReport& r, kernels::AlgoSpec& algo) {
   for (const LayerPrecision& l : r.layers)
-    if (l.fp32) algo.rules.emplace_back(l.node, std::vector<std::string>{fp32_twin(l.op_class, l.algorithm)->name});
+    if (l.fp32) set_rule(algo, l.node, fp32_twin(l.op_class, l.algorithm)->name);
+}
+
+bool finer_bf16(const PrecisionReport& r, kernels::AlgoSpec& algo) {
+  bool any = false;
+  for (const LayerPrecision& l : r.layers)
+    if (l.fp32 && l.algorithm == "winograd_bf16") {
+      set_rule(algo, l.node, "winograd_f2_bf16");
+      any = true;
+    }
+  return any;
 }
 
 std::vector<LayerPrecision> bf16_layer_sqnr(runtime::Session& s, const runtime::TensorMap& inputs) {

@@ -9,7 +9,9 @@
 //                   float32 under the algorithm policy.
 // The fallback ladder (bf16 -> fp32): prepare() runs the bf16 plan once on a check input and
 // computes, for every layer on a bf16 kernel, the same layer's float32 kernel on the same inputs;
-// a layer whose isolated output SQNR falls below the threshold stays float32.
+// a layer whose isolated output SQNR falls below the threshold stays float32. A layer on
+// winograd_bf16 (F(4x4), whose output transform magnifies the bf16 rounding) below the threshold
+// first tries winograd_f2_bf16 (F(2x2), ~50 dB), checked again; float32 if that falls short too.
 #include <string>
 #include <vector>
 
@@ -34,6 +36,9 @@ void check_precision(const std::string& precision);
 void precision_algorithms(const std::string& precision, kernels::AlgoSpec& algo);
 
 struct PrecisionReport;
+// The ladder's middle rung: rules moving the layers below the threshold on winograd_bf16 to
+// winograd_f2_bf16. False when there is none.
+bool finer_bf16(const PrecisionReport& r, kernels::AlgoSpec& algo);
 // Rules keeping the layers the ladder moved to fp32 there: each on the float32 twin of its bf16
 // algorithm (conv: onednn or winograd[_f2], matmul/gemm: onednn_packed), the one the check compared with.
 void keep_fp32(const PrecisionReport& r, kernels::AlgoSpec& algo);

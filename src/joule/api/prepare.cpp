@@ -74,17 +74,23 @@ std::unique_ptr<runtime::Session> bf16_ladder(const ir::Graph& g, const PrepareO
   runtime::SessionOptions check = so;
   check.release_packed_constants = false;  // the fp32 twins read the weights
   check.plan_only = false;                 // the check runs it
-  auto s = std::make_unique<runtime::Session>(ir::Graph(g), check);
-  bool any = false;
-  for (size_t i = 0; i < s->num_steps() && !any; ++i) any = on_bf16_kernel(s->step_node(i));
-  if (!any) return so.release_packed_constants || so.plan_only ? nullptr : std::move(s);
-  r.check_input = o.check_inputs.empty() ? "seeded random" : "given";
-  r.layers = bf16_layer_sqnr(*s, o.check_inputs.empty() ? runtime::random_inputs(*s) : o.check_inputs);
-  for (LayerPrecision& l : r.layers) l.fp32 = l.sqnr_db < o.bf16_min_sqnr_db;
-  if (r.fp32_layers() == 0 && !so.release_packed_constants && !so.plan_only) return s;
-  s.reset();
-  keep_fp32(r, so.algo);
-  return nullptr;
+  for (int rung = 0;; ++rung) {
+    auto s = std::make_unique<runtime::Session>(ir::Graph(g), check);
+    bool any = false;
+    for (size_t i = 0; i < s->num_steps() && !any; ++i) any = on_bf16_kernel(s->step_node(i));
+    if (!any) return so.release_packed_constants || so.plan_only ? nullptr : std::move(s);
+    r.check_input = o.check_inputs.empty() ? "seeded random" : "given";
+    r.layers = bf16_layer_sqnr(*s, o.check_inputs.empty() ? runtime::random_inputs(*s) : o.check_inputs);
+    for (LayerPrecision& l : r.layers) l.fp32 = l.sqnr_db < o.bf16_min_sqnr_db;
+    if (r.fp32_layers() == 0) return so.release_packed_constants || so.plan_only ? nullptr : std::move(s);
+    s.reset();
+    if (rung == 0 && finer_bf16(r, so.algo)) {  // F(4x4) layers below: F(2x2), checked again
+      check.algo = so.algo;
+      continue;
+    }
+    keep_fp32(r, so.algo);
+    return nullptr;
+  }
 }
 }  // namespace
 
