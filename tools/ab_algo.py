@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Two --algo choices for the same model, per layer, alternated in one session.
+"""Two --algo choices (or two joule binaries) for the same model, per layer, alternated in one session.
 
 Profiles MODEL with `joule profile --algo A` and `--algo B` in turn, ROUNDS times each (so a slow
 phase of the machine hits both), and prints each selected layer's best median under both, the
@@ -7,7 +7,10 @@ algorithm that ran, and the ratio B / A, then the sums and the whole model's bes
 
   /usr/bin/python3 tools/ab_algo.py build/joule MODEL INPUT.npy [--rounds 3] [--runs 10] [--threads 1]
       [--a conv=onednn] [--b conv=grouped,onednn] [--layers grouped|conv|all] [--args "--precision bf16"]
+      [--a-joule OLD/build/joule]
 
+--a-joule: A runs this binary (e.g. a `git worktree` build of an older commit), B the first
+argument; give both `--a guess --b guess` to compare plans and kernels.
 --layers grouped: grouped (not depthwise) convolutions; conv: every convolution; all: every layer.
 """
 import argparse
@@ -43,12 +46,14 @@ def main():
     ap.add_argument("--b", default="conv=grouped,onednn")
     ap.add_argument("--layers", default="grouped", choices=["grouped", "conv", "all"])
     ap.add_argument("--args", default="", help="more joule profile arguments for both, e.g. '--precision bf16'")
+    ap.add_argument("--a-joule", default="", help="the binary A runs (default: the same as B)")
     a = ap.parse_args()
     best = collections.defaultdict(lambda: float("inf"))
     info, plain, order = {}, collections.defaultdict(lambda: float("inf")), []
     for _ in range(a.rounds):
         for key, spec in (("a", a.a), ("b", a.b)):
-            out = subprocess.run([a.joule, "profile", a.model, "-i", a.input, "--threads", str(a.threads), "--runs",
+            binary = a.a_joule if key == "a" and a.a_joule else a.joule
+            out = subprocess.run([binary, "profile", a.model, "-i", a.input, "--threads", str(a.threads), "--runs",
                                   str(a.runs), "--energy", "none", "--no-layer-energy", "--format", "json", "-q",
                                   "--algo", spec] + a.args.split(), capture_output=True, text=True, check=True)
             point = json.loads(out.stdout)["points"][0]
