@@ -168,14 +168,37 @@ inline void output_tile(const float* src, int64_t astride, float* dst, int64_t r
 
 // ---- GEMM micro-kernel ------------------------------------------------------------------
 
+// The GEMMs' operand element and multiply-accumulate: float32 FMA of one channel, or (Bf16)
+// VDPBF16PS of a pair of channels in bfloat16, two products per float32 lane (V::dot2).
+template <class V, bool Bf16>
+struct Mac {
+  using E = float;
+  using P = typename V::R;
+  static constexpr int kStep = 1;  // channels per lane
+  static P load(const E* p) { return V::load(p); }
+  static P broadcast(const E* p) { return V::set1(*p); }
+  static typename V::R mac(typename V::R acc, P w, P b) { return V::fmadd(w, b, acc); }
+};
+template <class V>
+struct Mac<V, true> {
+  using E = uint16_t;
+  using P = typename V::Pairs;
+  static constexpr int kStep = 2;
+  static P load(const E* p) { return V::load_pairs(p); }
+  static P broadcast(const E* p) { return V::broadcast_pair(p); }
+  static typename V::R mac(typename V::R acc, P w, P b) { return V::dot2(acc, w, b); }
+};
+
 // V and M keep W channels per point together: element (tile t, channel c) of one point is
 // at t*vst + (c/W)*gs + c%W (ost for M). For t < NR, m < W*MV:
-//   out[t][m] = sum_k u[k][m] * v[t][k],   u packed as [k][W*MV].
-template <class V, int MV, int NR>
-void gemm_kernel(const float* __restrict u, const float* __restrict v, int64_t vst, int64_t kc,
-                 float* __restrict out, int64_t ost, int64_t gs) {
+//   out[t][m] = sum_k u[k][m] * v[t][k],   u packed as [k][W*MV] (Bf16: [k/2][W*MV][2], and
+//   kc even: the odd channel of the last pair is zero in both).
+template <class V, bool Bf16, int MV, int NR>
+void gemm_kernel(const typename Mac<V, Bf16>::E* __restrict u, const typename Mac<V, Bf16>::E* __restrict v,
+                 int64_t vst, int64_t kc, float* __restrict out, int64_t ost, int64_t gs) {
   using R = typename V::R;
-  constexpr int W = V::W;
+  using M = Mac<V, Bf16>;
+  constexpr int W = V::W, S = M::kStep;
   R acc[NR][MV];
 #pragma GCC unroll 16
   for (int t = 0; t < NR; ++t)
@@ -185,65 +208,19 @@ void gemm_kernel(const float* __restrict u, const float* __restrict v, int64_t v
     const int64_t kn = std::min<int64_t>(W, kc - k0);
 #pragma GCC unroll 16
     for (int t = 0; t < NR; ++t) _mm_prefetch(reinterpret_cast<const char*>(v + t * vst + gs), _MM_HINT_T0);
-    for (int64_t kk = 0; kk < kn; ++kk) {
-      const float* uk = u + (k0 + kk) * (W * MV);
-#pragma GCC unroll 2
-      for (int j = 0; j < MV; ++j) _mm_prefetch(reinterpret_cast<const char*>(uk + W * j + kPrefetch), _MM_HINT_T0);
-      R w[MV];
-#pragma GCC unroll 2
-      for (int j = 0; j < MV; ++j) w[j] = V::load(uk + W * j);
-#pragma GCC unroll 16
-      for (int t = 0; t < NR; ++t) {
-        const R b = V::set1(v[t * vst + kk]);
-#pragma GCC unroll 2
-        for (int j = 0; j < MV; ++j) acc[t][j] = V::fmadd(w[j], b, acc[t][j]);
-      }
-    }
-  }
-#pragma GCC unroll 16
-  for (int t = 0; t < NR; ++t)
-#pragma GCC unroll 2
-    for (int j = 0; j < MV; ++j) V::store(out + t * ost + j * gs, acc[t][j]);
-}
-
-using GemmFn = void (*)(const float*, const float*, int64_t, int64_t, float*, int64_t, int64_t);
-
-template <class V, int MV, int... NR>
-constexpr std::array<GemmFn, sizeof...(NR)> gemm_table(std::integer_sequence<int, NR...>) {
-  return {&gemm_kernel<V, MV, NR + 1>...};
-}
-
-// The same product with U and V in bfloat16, two channels per 32-bit lane (V::dot2: VDPBF16PS,
-// float32 sums): u packed as [k/2][W*MV][2], channel pairs of v adjacent (k even). kc is even:
-// the odd channel of the last pair is zero in both.
-template <class V, int MV, int NR>
-void gemm_kernel_bf16(const uint16_t* __restrict u, const uint16_t* __restrict v, int64_t vst, int64_t kc,
-                      float* __restrict out, int64_t ost, int64_t gs) {
-  using R = typename V::R;
-  using P = typename V::Pairs;
-  constexpr int W = V::W;
-  R acc[NR][MV];
-#pragma GCC unroll 16
-  for (int t = 0; t < NR; ++t)
-#pragma GCC unroll 2
-    for (int j = 0; j < MV; ++j) acc[t][j] = V::zero();
-  for (int64_t k0 = 0; k0 < kc; k0 += W, v += gs) {
-    const int64_t kn = std::min<int64_t>(W, kc - k0);
-#pragma GCC unroll 16
-    for (int t = 0; t < NR; ++t) _mm_prefetch(reinterpret_cast<const char*>(v + t * vst + gs), _MM_HINT_T0);
-    for (int64_t kk = 0; kk < kn; kk += 2) {
-      const uint16_t* uk = u + (k0 + kk) * (W * MV);
+    for (int64_t kk = 0; kk < kn; kk += S) {
+      const typename M::E* uk = u + (k0 + kk) * (W * MV);
 #pragma GCC unroll 2
       for (int j = 0; j < MV; ++j)
-        _mm_prefetch(reinterpret_cast<const char*>(uk + 2 * W * j + 2 * kPrefetch), _MM_HINT_T0);
-      P w[MV];
+        _mm_prefetch(reinterpret_cast<const char*>(uk + S * (W * j + kPrefetch)), _MM_HINT_T0);
+      typename M::P w[MV];
 #pragma GCC unroll 2
-      for (int j = 0; j < MV; ++j) w[j] = V::load_pairs(uk + 2 * W * j);
+      for (int j = 0; j < MV; ++j) w[j] = M::load(uk + S * W * j);
 #pragma GCC unroll 16
       for (int t = 0; t < NR; ++t) {
-        const P b = V::broadcast_pair(v + t * vst + kk);
+        const typename M::P b = M::broadcast(v + t * vst + kk);
 #pragma GCC unroll 2
-        for (int j = 0; j < MV; ++j) acc[t][j] = V::dot2(acc[t][j], w[j], b);
+        for (int j = 0; j < MV; ++j) acc[t][j] = M::mac(acc[t][j], w[j], b);
       }
     }
   }
@@ -253,11 +230,12 @@ void gemm_kernel_bf16(const uint16_t* __restrict u, const uint16_t* __restrict v
     for (int j = 0; j < MV; ++j) V::store(out + t * ost + j * gs, acc[t][j]);
 }
 
-using GemmBf16Fn = void (*)(const uint16_t*, const uint16_t*, int64_t, int64_t, float*, int64_t, int64_t);
+template <class E>
+using GemmFn = void (*)(const E*, const E*, int64_t, int64_t, float*, int64_t, int64_t);
 
-template <class V, int MV, int... NR>
-constexpr std::array<GemmBf16Fn, sizeof...(NR)> gemm_bf16_table(std::integer_sequence<int, NR...>) {
-  return {&gemm_kernel_bf16<V, MV, NR + 1>...};
+template <class V, bool Bf16, int MV, int... NR>
+constexpr std::array<GemmFn<typename Mac<V, Bf16>::E>, sizeof...(NR)> gemm_table(std::integer_sequence<int, NR...>) {
+  return {&gemm_kernel<V, Bf16, MV, NR + 1>...};
 }
 
 // float -> bfloat16, rounded to nearest even; NaN stays NaN.
@@ -278,17 +256,13 @@ struct Scratch {
 template <class V, int T, bool Bf16 = false>
 class WinogradConv final : public ConvKernel {
   using R = typename V::R;
-  using E = std::conditional_t<Bf16, uint16_t, float>;  // element of U and V
+  using E = typename Mac<V, Bf16>::E;  // element of U and V
   static constexpr int64_t A = T + 2, A2 = A * A;
   static constexpr int64_t W = V::W;
   static constexpr int64_t kNr = V::kNr;    // tiles per GEMM micro-kernel call
   static constexpr int64_t kMBlock = 2 * W;  // output channels per packed U panel (two vectors)
-  template <int MV>
-  static constexpr auto gemm_fns() {
-    if constexpr (Bf16) return gemm_bf16_table<V, MV>(std::make_integer_sequence<int, V::kNr>{});
-    else return gemm_table<V, MV>(std::make_integer_sequence<int, V::kNr>{});
-  }
-  static constexpr auto kGemm1 = gemm_fns<1>(), kGemm2 = gemm_fns<2>();
+  static constexpr auto kGemm1 = gemm_table<V, Bf16, 1>(std::make_integer_sequence<int, V::kNr>{});
+  static constexpr auto kGemm2 = gemm_table<V, Bf16, 2>(std::make_integer_sequence<int, V::kNr>{});
 
  public:
   WinogradConv(const ConvShape& s, const float* weight, const float* bias, const Epilogue& ep, bool nhwc, int threads)
