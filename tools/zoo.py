@@ -166,13 +166,16 @@ def export(out, names):
         print(f"{len(failed)} of {len(names)} failed to export: {', '.join(failed)}", file=sys.stderr)
 
 
-def torch_bench(name, threads, warmup, runs, batch):
-    """PyTorch's latency as bench_peers.TORCH_SNIPPET times it, on the zoo's network."""
+def torch_bench(name, threads, warmup, runs, batch, precision="fp32"):
+    """PyTorch's latency as bench_peers.TORCH_SNIPPET times it, on the zoo's network; precision
+    bf16: under torch.autocast("cpu", dtype=torch.bfloat16) (its oneDNN bf16 conv/linear/matmul)."""
+    import contextlib
     import torch
     torch.set_num_threads(threads)
     net, x = make_net(name), make_input(name, batch)
     ms = []
-    with torch.no_grad():
+    amp = torch.autocast("cpu", dtype=torch.bfloat16) if precision == "bf16" else contextlib.nullcontext()
+    with torch.no_grad(), amp:
         for _ in range(warmup):
             net(x)
         for _ in range(runs):
@@ -437,7 +440,7 @@ if __name__ == "__main__":
         export(a.dir, model_list(a.models))
     elif len(sys.argv) >= 4 and sys.argv[1] == "check":
         check(sys.argv[2:])
-    elif len(sys.argv) == 7 and sys.argv[1] == "torch-bench":  # the PyTorch column's subprocess
-        torch_bench(sys.argv[2], *map(int, sys.argv[3:]))
+    elif len(sys.argv) in (7, 8) and sys.argv[1] == "torch-bench":  # the PyTorch column's subprocess
+        torch_bench(sys.argv[2], *map(int, sys.argv[3:7]), *sys.argv[7:])
     else:
         sys.exit(__doc__)
