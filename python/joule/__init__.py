@@ -230,9 +230,9 @@ def _config(config: Config) -> str:
 class Session(_joule.Session):
     """A model compiled to run, as the CLI does it: graph passes, int8 lowering (int8="real"),
     the kernel algorithm per node (algo="guess", "auto", "reference", "conv=winograd", ...),
-    the arithmetic of Conv/MatMul/Gemm (precision="fp32" or "bf16": oneDNN's bfloat16 kernels
-    where the CPU has AVX512-BF16/AMX, each layer checked against float32 on seeded random inputs
-    and kept fp32 below bf16_min_sqnr dB, default 30), the device (device="cpu", "cuda" or "cuda:N":
+    the arithmetic of Conv/MatMul/Gemm (precision="fp32" or "bf16": oneDNN's bfloat16 kernels and
+    joule's bf16 Winograd where the CPU has AVX512-BF16/AMX, each layer checked against float32 on
+    seeded random inputs and kept fp32 below bf16_min_sqnr dB, default 30), the device (device="cpu", "cuda" or "cuda:N":
     nodes a GPU kernel runs go there; gpu_math="fp32", "tf32", "fp16" or "bf16", gpu_fp32=[node names kept
     float32 under fp16/bf16]), the activation memory plan. run() takes
     {name: array}, a list in input order or one array; C-contiguous arrays are not copied, and the
@@ -251,7 +251,8 @@ class Session(_joule.Session):
     @property
     def precision(self) -> Result:
         """precision, min_sqnr_db, check_input, bf16_layers, fp32_layers, and per layer on a bf16
-        kernel (or kept fp32 by the check): node, op, sqnr_db (bf16 against float32), precision."""
+        kernel (or kept fp32 by the check): node, op, algorithm (the bf16 one), sqnr_db (bf16 against
+        float32), precision."""
         return Result(self._precision())
 
     @property
