@@ -472,7 +472,8 @@ class RecurrentKernel final : public Kernel {
       ops::recurrent::initial_state(k, s_.kind == Kind::kLstm ? 6 : 99, s_, d, dir, b0 + r, c.data() + r * H_);
     }
     const float* rt = rt_.data() + dir * H_ * GH_;
-    const float* panels = panels_.data() + dir * P_ * H_ * 64;
+    // (panels_ is built only on the CPUs that read it: no offset from its null data otherwise)
+    const float* panels = panels_.empty() ? nullptr : panels_.data() + dir * P_ * H_ * 64;
     const Activation* acts = &s_.act(dir, 0);
     const bool def = default_[static_cast<size_t>(dir)];
     const bool gru_two_phase = s_.kind == Kind::kGru && !s_.linear_before_reset;
