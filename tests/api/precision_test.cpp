@@ -124,6 +124,13 @@ TEST(Precision, Winograd4x4LayersBelowTheThresholdTryTwoByTwoBeforeFloat32) {
     if (p.session->step_node(i).name == worst) {
       EXPECT_EQ(p.session->step_node(i).meta["software"].value("algorithm", ""), "winograd_f2_bf16");
     }
+  // The report's rules rebuild that plan (profile and compare prepare again from them).
+  joule::kernels::AlgoSpec rebuilt;
+  api::keep_fp32(p.precision, rebuilt);
+  bool pinned = false;
+  for (const auto& [target, names] : rebuilt.rules)
+    pinned = pinned || (target == worst && names == std::vector<std::string>{"winograd_f2_bf16"});
+  EXPECT_TRUE(pinned);
   // A threshold no bf16 layer reaches: the F(2x2) rung is tried, then float32 Winograd.
   api::Prepared none = api::prepare(m, on_f4(1000));
   EXPECT_EQ(none.precision.bf16_layers(), 0u);

@@ -40,7 +40,9 @@ struct PrecisionReport;
 // winograd_f2_bf16. False when there is none.
 bool finer_bf16(const PrecisionReport& r, kernels::AlgoSpec& algo);
 // Rules keeping the layers the ladder moved to fp32 there: each on the float32 twin of its bf16
-// algorithm (conv: onednn or winograd[_f2], matmul/gemm: onednn_packed), the one the check compared with.
+// algorithm (conv: onednn or winograd[_f2], matmul/gemm: onednn_packed), the one the check
+// compared with; and those the middle rung moved on winograd_f2_bf16 (guess never ranks it above
+// winograd_bf16, so a layer on it was moved there).
 void keep_fp32(const PrecisionReport& r, kernels::AlgoSpec& algo);
 
 struct LayerPrecision {
