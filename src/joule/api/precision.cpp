@@ -98,7 +98,7 @@ void set_rule(kernels::AlgoSpec& algo, const std::string& node, const std::strin
 void keep_fp32(const PrecisionReport& r, kernels::AlgoSpec& algo) {
   for (const LayerPrecision& l : r.layers) {
     if (l.fp32) set_rule(algo, l.node, fp32_twin(l.op_class, l.algorithm)->name);
-    else if (l.algorithm == "winograd_f2_bf16") set_rule(algo, l.node, l.algorithm);  // the middle rung's
+    else if (l.algorithm == "winograd_f2_bf16") set_rule(algo, l.node, l.algorithm);  // (the middle rung's, or guess's own)
   }
 }
 

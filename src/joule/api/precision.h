@@ -41,8 +41,8 @@ struct PrecisionReport;
 bool finer_bf16(const PrecisionReport& r, kernels::AlgoSpec& algo);
 // Rules keeping the layers the ladder moved to fp32 there: each on the float32 twin of its bf16
 // algorithm (conv: onednn or winograd[_f2], matmul/gemm: onednn_packed), the one the check
-// compared with; and those the middle rung moved on winograd_f2_bf16 (guess never ranks it above
-// winograd_bf16, so a layer on it was moved there).
+// compared with; and the layers on winograd_f2_bf16, where the middle rung may have moved them
+// (guess picks it itself on small maps: the rule then repeats its choice).
 void keep_fp32(const PrecisionReport& r, kernels::AlgoSpec& algo);
 
 struct LayerPrecision {

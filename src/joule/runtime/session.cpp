@@ -404,6 +404,10 @@ TensorMap Session::run(const TensorMap& inputs) {
     timer = std::make_unique<cuda::StepTimer>(device_);
     timer->resize(steps_.size());
   }
+  // An observer that looks at the inputs after a node gets an input the node overwrote (computed
+  // in place) as it was: a copy, made only when one does.
+  const bool keep_overwritten =
+      std::any_of(observers_.begin(), observers_.end(), [](const Observer* o) { return o->reads_inputs_after(); });
   auto run_step = [&](size_t si) {
     const Step& st = steps_[si];
     const ir::Node& n = *graph_.nodes[st.node];
@@ -426,11 +430,8 @@ TensorMap Session::run(const TensorMap& inputs) {
       const ir::TensorType& t = slot_type_[static_cast<size_t>(s)];
       k.outputs[j] = (dev ? device_arena_ : arena_).view(static_cast<size_t>(off), t.dtype, t.static_shape());
     }
-    // An observer that looks at the inputs after the node gets the input the node overwrote as
-    // it was.
     Tensor overwritten;
-    if (st.overwrites_input >= 0 &&
-        std::any_of(observers_.begin(), observers_.end(), [](const Observer* o) { return o->reads_inputs_after(); }))
+    if (st.overwrites_input >= 0 && keep_overwritten)
       overwritten = in_ptrs[static_cast<size_t>(st.overwrites_input)]->clone();
     if (timer && st.device >= 0) timer->start(si);
     if (st.kernel)

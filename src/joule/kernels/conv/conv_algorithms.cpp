@@ -140,7 +140,12 @@ std::string winograd_supports_node(const NodeView& v) {
   if (std::string r = p.epilogue.simple_activation(); !r.empty()) return r;
   return winograd_supports(p.shape, Tile);
 }
-template <int Tile>
+// Bf16 (winograd_bf16, winograd_f2_bf16): the GEMMs take half their float32 time, the transforms
+// as long (plus the bf16 conversions): measured at 1 thread against the float32 kernel on the
+// same layers (Zen 5, vgg11 and resnet50's 3x3 layers, F(4x4), 2026-11-28), 0.48-0.6x with 256
+// or more input channels per group, 0.61-0.66x with 128, 0.68-0.71x with 64, 1.2x with 3 (the
+// first layer).
+template <int Tile, bool Bf16 = false>
 double winograd_estimate(const NodeView& v) {
   ConvProblem p;
   read_conv_problem(v, &p);
@@ -160,6 +165,7 @@ double winograd_estimate(const NodeView& v) {
     if (thin_grouped(p.shape)) gf *= 0.7;
   }
   gf *= linear_group_factor(p.shape);
+  if (Bf16) gf /= std::clamp(0.5 + 16.0 / static_cast<double>(p.shape.cg()), 0.5, 1.3);
   return time_ms(p.shape, v.threads, gf, 0.01);
 }
 template <int Tile, bool Bf16 = false>
@@ -175,17 +181,6 @@ template <int Tile>
 std::string winograd_bf16_supports_node(const NodeView& v) {
   if (std::string r = winograd_bf16_unsupported_reason(); !r.empty()) return r;
   return winograd_supports_node<Tile>(v);
-}
-// The GEMMs take half their float32 time, the transforms as long (plus the bf16 conversions):
-// measured at 1 thread against the float32 kernel on the same layers (Zen 5, vgg11 and resnet50's
-// 3x3 layers, F(4x4), 2026-11-28), 0.48-0.6x with 256 or more input channels per group, 0.61-0.66x
-// with 128, 0.68-0.71x with 64, 1.2x with 3 (the first layer).
-template <int Tile>
-double winograd_bf16_estimate(const NodeView& v) {
-  ConvProblem p;
-  read_conv_problem(v, &p);
-  const double ratio = std::clamp(0.5 + 16.0 / static_cast<double>(p.shape.cg()), 0.5, 1.3);
-  return winograd_estimate<Tile>(v) * ratio;
 }
 
 // ---- direct
@@ -381,12 +376,12 @@ const Algorithm kConvWinogradF2{"conv", "winograd_f2", "Winograd F(2x2,3x3), AVX
 extern const Algorithm kConvWinogradBf16;
 const Algorithm kConvWinogradBf16{"conv", "winograd_bf16",
                                   "Winograd F(4x4,3x3) with bfloat16 GEMMs (AVX512-BF16; --precision bf16)",
-                                  winograd_bf16_supports_node<4>, winograd_bf16_estimate<4>, winograd_prepare<4, true>,
+                                  winograd_bf16_supports_node<4>, winograd_estimate<4, true>, winograd_prepare<4, true>,
                                   /*on_request_only=*/true};
 extern const Algorithm kConvWinogradF2Bf16;
 const Algorithm kConvWinogradF2Bf16{"conv", "winograd_f2_bf16",
                                     "Winograd F(2x2,3x3) with bfloat16 GEMMs (AVX512-BF16; --precision bf16)",
-                                    winograd_bf16_supports_node<2>, winograd_bf16_estimate<2>,
+                                    winograd_bf16_supports_node<2>, winograd_estimate<2, true>,
                                     winograd_prepare<2, true>, /*on_request_only=*/true};
 
 extern const Algorithm kConvOnednn;

@@ -39,6 +39,7 @@
 #include <utility>
 #include <vector>
 
+#include "joule/core/dtype.h"
 #include "joule/core/error.h"
 #include "joule/kernels/aligned_floats.h"
 #include "joule/kernels/conv/conv_shape.h"
@@ -238,14 +239,6 @@ constexpr std::array<GemmFn<typename Mac<V, Bf16>::E>, sizeof...(NR)> gemm_table
   return {&gemm_kernel<V, Bf16, MV, NR + 1>...};
 }
 
-// float -> bfloat16, rounded to nearest even; NaN stays NaN.
-inline uint16_t to_bf16(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, 4);
-  if ((b & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((b >> 16) | 0x40);
-  return static_cast<uint16_t>((b + 0x7fffu + ((b >> 16) & 1)) >> 16);
-}
-
 // ---- the algorithm ----------------------------------------------------------------------
 
 struct Scratch {
@@ -323,7 +316,7 @@ class WinogradConv final : public ConvKernel {
           for (int64_t a = 0; a < A2; ++a) {
             E* panel = u + (g * A2 + a) * cgk_ * mgp_ + mb * kMBlock * cgk_;
             if constexpr (Bf16)
-              panel[(c / 2 * width + m % kMBlock) * 2 + c % 2] = to_bf16(static_cast<float>(tr[a]));
+              panel[(c / 2 * width + m % kMBlock) * 2 + c % 2] = BFloat16(static_cast<float>(tr[a])).bits;
             else
               panel[c * width + m % kMBlock] = static_cast<float>(tr[a]);
           }
