@@ -11,6 +11,7 @@
 #include <random>
 
 #include "joule/core/cpu_features.h"
+#include "joule/ops/int_util.h"
 #include "graph_builder.h"
 #include "kernel_test_util.h"
 
@@ -192,6 +193,82 @@ TEST(Int8Kernels, QConvOnednnAndEmulatedMatchReference) {
       g.opsets["joule"] = 1;
       compare(g, {{"x", codes(c.x_type, {geo.n, geo.c, geo.h, geo.w}, seed++)}}, "qconv", c, wmax);
     }
+}
+
+// The emulated kernel on N,H,W,C depthwise codes against the reference kernel: every code and
+// float identical (the int8 epilogue over channel-last rows, exact sums), SiLU and HardSwish
+// included. Channels below, at and past the 16-lane blocks (the masked tail), kernels 3 and 5,
+// strides, dilation, asymmetric pads, batch 2.
+TEST(Int8Kernels, EmulatedDepthwiseNhwcMatchesReference) {
+  struct Geo {
+    int64_t n, c, h, w, k, stride, dil;
+    std::vector<int64_t> pads;  // top, left, bottom, right
+  };
+  const Geo geos[] = {{1, 16, 9, 9, 3, 1, 1, {1, 1, 1, 1}},    {2, 24, 8, 11, 3, 2, 1, {1, 1, 1, 1}},
+                      {1, 72, 7, 7, 5, 1, 1, {2, 2, 2, 2}},    {1, 144, 6, 9, 3, 2, 1, {0, 0, 1, 1}},
+                      {1, 7, 10, 6, 3, 1, 2, {2, 2, 2, 2}},    {1, 80, 5, 5, 3, 1, 1, {1, 0, 2, 1}},
+                      {1, 33, 4, 13, 5, 2, 1, {2, 2, 2, 2}},   {1, 64, 1, 1, 3, 1, 1, {1, 1, 1, 1}}};
+  uint32_t seed = 500;
+  for (const Geo& geo : geos)
+    for (const Case& c : kCases) {
+      SCOPED_TRACE(::testing::Message() << "n" << geo.n << " c" << geo.c << " " << geo.h << "x" << geo.w << " k" << geo.k
+                                        << " s" << geo.stride << " d" << geo.dil << " x" << dtype_name(c.x_type) << " zp"
+                                        << c.x_zp << " y" << dtype_name(c.y_type) << " " << c.act);
+      GraphBuilder b;
+      const Shape xs = {geo.n, geo.h, geo.w, geo.c};
+      b.input("x", c.x_type, xs);
+      add_params(b, c, codes(DType::Int8, {geo.c, 1, geo.k, geo.k}, seed), geo.c, seed + 1);
+      seed += 2;
+      auto attrs = act_attrs(c.act);
+      attrs["kernel_shape"] = std::vector<int64_t>{geo.k, geo.k};
+      attrs["strides"] = std::vector<int64_t>{geo.stride, geo.stride};
+      attrs["pads"] = std::vector<int64_t>{geo.pads[0], geo.pads[1], geo.pads[2], geo.pads[3]};
+      attrs["dilations"] = std::vector<int64_t>{geo.dil, geo.dil};
+      attrs["group"] = geo.c;
+      attrs["channels_last"] = int64_t{1};
+      std::vector<std::string> ins = {"x", "xs", "xzp", "w", "ws", "", "bias"};
+      if (c.y_type != DType::Float32) ins.insert(ins.end(), {"ys", "yzp"});
+      b.node("QConv", ins, {"y"}, attrs, "q").output("y");
+      ir::Graph g = b.build();
+      g.nodes.back()->domain = "joule";
+      g.opsets["joule"] = 1;
+      const runtime::TensorMap in = {{"x", codes(c.x_type, xs, seed++)}};
+      runtime::SessionOptions r;
+      r.algo.add("reference");
+      const Tensor want = runtime::Session(g, r).run(in).at("y");
+      for (const char* name : {"emulated"}) {
+        runtime::SessionOptions o;
+        o.algo.add(std::string("qconv=") + name);
+        runtime::Session fast(g, o);
+        ASSERT_EQ(fast.step_node(fast.num_steps() - 1).meta["software"].value("algorithm", ""), name);
+        const Tensor got = fast.run(in).at("y");
+        ASSERT_EQ(got.dtype(), want.dtype());
+        ASSERT_EQ(got.shape(), want.shape());
+        int64_t off = 0;
+        for (int64_t i = 0; i < want.numel(); ++i)
+          off += got.dtype() == DType::Float32 ? got.data<float>()[i] != want.data<float>()[i]
+                                               : got.value_as_int(i) != want.value_as_int(i);
+        EXPECT_EQ(off, 0) << name << ": " << off << " of " << want.numel() << " differ";
+      }
+    }
+}
+
+// The integer plan's SiLU (ops::qint::silu) against float64 over its range: relative error below
+// 4e-7 where v >= -80, below 2e-33 in magnitude under it; NaN stays NaN.
+TEST(Int8Kernels, IntegerPlanSiluIsAccurate) {
+  double worst = 0;
+  for (float v = -90.f; v <= 90.f; v += 0.0037f) {
+    const double want = v / (1.0 + std::exp(-static_cast<double>(v)));
+    const float got = ops::qint::silu(v);
+    if (v >= -80.f) {
+      if (want != 0) worst = std::max(worst, std::fabs(got - want) / std::fabs(want));
+    } else {
+      EXPECT_LT(std::fabs(got), 2e-33f) << v;
+    }
+  }
+  EXPECT_LT(worst, 4e-7) << worst;
+  EXPECT_TRUE(std::isnan(ops::qint::silu(std::nanf(""))));
+  EXPECT_EQ(ops::qint::silu(0.f), 0.f);
 }
 
 TEST(Int8Kernels, QMatMulOnednnAndEmulatedMatchReference) {

@@ -100,6 +100,28 @@ struct Activation {
   }
 };
 
+// SiLU in the integer plan's epilogue, v s(v) with s(v) = 1 / (1 + e^-v): one exactly specified
+// sequence of float32 operations, so that this scalar form and the vector forms of the int8
+// kernels (kernels/int8/requant.cpp, AVX-512 and AVX2) give the same bits and the simulation
+// equals the integer kernels. e = e^t for t = max(-|v|, -80): n = round_half_even(t log2 e),
+// r = t - n ln2 (two fused steps), e^r by the degree-5 polynomial of ops/vec_sigmoid.cpp (fused
+// multiply-adds), times 2^n (exact: n >= -116 keeps every value normal); then 1 / (1 + e) by an
+// IEEE division, times e where v < 0, times v. Relative error below 4e-7 against float64 where
+// v >= -80; below that |v s(v)| < 2e-33 (it is then a multiple of e^-80, not e^v).
+JOULE_INLINE_EPILOGUE float silu(float v) {
+  float t = v < 0.f ? v : -v;  // -|v|
+  t = -80.f > t ? -80.f : t;   // (NaN stays, as vmaxps(-80, t) keeps it)
+  const float n = std::nearbyint(t * vec::kLog2e);
+  float r = std::fma(-n, vec::kLn2Hi, t);
+  r = std::fma(-n, vec::kLn2Lo, r);
+  float p = vec::kSigmoidExpPoly[0];
+  for (int k = 1; k < 6; ++k) p = std::fma(p, r, vec::kSigmoidExpPoly[k]);
+  const float e = std::ldexp(p, static_cast<int>(n));
+  float s = 1.f / (e + 1.f);
+  if (v < 0.f) s = s * e;
+  return v * s;
+}
+
 // The epilogue of joule's QConv / QMatMul as the integer plan computes it — the one description
 // the oneDNN int8 kernels (kernels/int8), the emulated kernels `--int8 simulated` runs and the
 // reference kernels below all follow, so that they agree code for code:
@@ -107,12 +129,13 @@ struct Activation {
 //                                                 bias_acc = bias[c] / (x_scale * w_scale[c])
 //   v = act(v)                                    Clip's bounds divided by y_scale
 //   y = v (float32), or saturate(round_half_even(v + y_zero_point)) (uint8 / int8 codes)
-// SiLU (v sigmoid(v)) and HardSwish (v clamp(v/6 + 1/2, 0, 1)) do not commute with the scale:
+// SiLU (silu above) and HardSwish (v clamp(v/6 + 1/2, 0, 1)) do not commute with the scale:
 // for them scale = x_scale * w_scale[c], and the activated value is multiplied by post = 1/y_scale.
 // (oneDNN's order: bias in accumulator units, output scales, eltwise post-ops, the zero point as
 // a linear post-op — with SiLU/HardSwish, post and the zero point together — then rounding and
-// saturation. oneDNN's own exp inside its swish may differ from joule's in the last bits, so a
-// SiLU layer's codes may differ by one step on rare elements; the others are bit-exact.)
+// saturation. oneDNN's own exp and division inside its swish may differ from silu in the last
+// bits, so a SiLU layer's codes may differ by one step on rare elements; the others are
+// bit-exact. joule's own kernels and the emulated ones share kernels/int8/requant.h.)
 struct Requant {
   std::vector<float> scale, bias_acc;  // per channel; bias_acc empty without a bias
   int act = 0;                         // 0 none, 1 Relu, 2 LeakyRelu, 3 Clip, 4 SiLU, 5 HardSwish
@@ -172,7 +195,7 @@ struct Requant {
     if constexpr (Act == 1) v = v > 0.f ? v : 0.f;
     if constexpr (Act == 2) v = v > 0.f ? v : v * alpha;
     if constexpr (Act == 3) v = v < alpha ? alpha : (v > beta ? beta : v);
-    if constexpr (Act == 4) v = v * vec::sigmoid(v) * post;
+    if constexpr (Act == 4) v = silu(v) * post;
     if constexpr (Act == 5) {
       float g = v / 6.f + 0.5f;
       g = g < 0.f ? 0.f : (g > 1.f ? 1.f : g);

@@ -27,6 +27,14 @@
 
 namespace joule::ops::vec {
 
+// The reduction t = n ln2 + r (ln2 in a high part whose products with n are exact, and a low
+// part) and a degree-5 polynomial for e^r (a relative minimax fit on |r| <= ln2 / 2: 7.5e-8 in
+// exact arithmetic), highest coefficient first: the sigmoid spans (ops/vec_sigmoid.cpp) and the
+// integer plan's SiLU (ops/int_util.h) share them.
+inline constexpr float kLog2e = 1.4426950408889634f, kLn2Hi = 0.693145751953125f, kLn2Lo = 1.4286068203094173e-06f;
+inline constexpr float kSigmoidExpPoly[6] = {8.2976539134e-03f, 4.1915381928e-02f, 1.6667574746e-01f,
+                                             4.9998894852e-01f, 9.9999969199e-01f, 1.0000000717e+00f};
+
 // The range reduction of exp and expm1: x = n ln2 + r, n = round(x / ln2) (an integer-valued
 // float), r = x - n ln2 in two steps (Cody-Waite: ln2 in a high part whose products with n are
 // exact, and a low part).

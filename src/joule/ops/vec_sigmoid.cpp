@@ -11,11 +11,7 @@
 namespace joule::ops::vec {
 namespace {
 
-// The reduction t = n ln2 + r (ln2 in a high part whose products with n are exact, and a low
-// part) and the degree-5 polynomial for e^r, highest coefficient first: shared by both spans.
-constexpr float kLog2e = 1.4426950408889634f, kLn2Hi = 0.693145751953125f, kLn2Lo = 1.4286068203094173e-06f;
-constexpr float kExpPoly[6] = {8.2976539134e-03f, 4.1915381928e-02f, 1.6667574746e-01f,
-                               4.9998894852e-01f, 9.9999969199e-01f, 1.0000000717e+00f};
+constexpr const float* kExpPoly = kSigmoidExpPoly;  // (ops/vec_math.h, with the reduction's constants)
 
 // 1 / (1 + e^-x) for 16 lanes from e = e^-|x|, t = max(-|x|, -104): n = round(t / ln 2),
 // r = t - n ln 2 in two steps (as vec_math.h), e^r by a degree-5 polynomial (a relative

@@ -9,8 +9,8 @@
 // by ones into 32-bit sums. A pair saturates 16 bits only beyond 32767; with weight codes within
 // +-64 (7 bits) it is at most 2 * 255 * 64 = 32640, so the sums are exact — the node is refused
 // otherwise (as oneDNN's kernels are there). The epilogue is the integer plan's
-// (ops::qint::Requant: zero point, bias, per-channel scale, activation, requantization), per
-// tile while it is in cache, AVX2 without FMA: the reference kernel's values bit for bit.
+// (kernels/int8/requant.h: zero point, bias, per-channel scale, activation, requantization), per
+// tile while it is in cache: the reference kernel's values bit for bit.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -22,6 +22,7 @@
 
 #include "joule/core/cpu_features.h"
 #include "joule/kernels/int8/int8_node.h"
+#include "joule/kernels/int8/requant.h"
 
 namespace joule::kernels {
 namespace {
@@ -105,44 +106,15 @@ JOULE_AVX2 __attribute__((optimize("no-tree-vectorize"))) void register_tile(con
 using TileFn = void (*)(const uint8_t* const*, int64_t, const int8_t*, int64_t, int, int32_t*, int64_t);
 constexpr std::array<TileFn, kRows> kTiles = {&register_tile<1>, &register_tile<2>, &register_tile<3>, &register_tile<4>};
 
-// y[r][c0 + j] = Requant(acc[r][j] - zx * colsum[c0 + j]) for r < rows, j < nc; y rows ldy apart.
-// AVX2 without FMA (GCC vectorises it, SiLU's exp included): the reference kernel's values.
-template <int Act, class Y>
-JOULE_AVX2 void tile_epilogue(const ops::qint::Requant& rq, const float* __restrict bias, const int32_t* colsum,
-                              int32_t zx, const int32_t* acc, int64_t ldacc, Y* y, int64_t ldy, int64_t rows, int64_t c0,
-                              int64_t nc) {
-  ops::qint::Requant r;  // a local copy: a uint8 store may otherwise alias the parameters
-  r.alpha = rq.alpha;
-  r.beta = rq.beta;
-  r.post = rq.post;
-  const float* __restrict scale = rq.scale.data() + c0;
-  const float zp = rq.zero_point;
-  bias += c0;
-  colsum += c0;
-  for (int64_t i = 0; i < rows; ++i) {
-    const int32_t* __restrict a = acc + i * ldacc;
-    Y* __restrict o = y + i * ldy + c0;
-    for (int64_t j = 0; j < nc; ++j) {
-      const float v = r.activated<Act>(static_cast<float>(a[j] - zx * colsum[j]), bias[j], scale[j]);
-      if constexpr (std::is_same_v<Y, float>) o[j] = v;
-      else o[j] = ops::qint::requant_code<Y>(v, zp);
-    }
-  }
-}
-
+// y[r][c0 + j] = Requant(acc[r][j] - zx * colsum[c0 + j]) for r < rows, j < nc; y rows ldy apart:
+// the int8 kernels' epilogue (kernels/int8/requant.h) on the sums as float32.
 template <class Y>
-using EpilogueFn = void (*)(const ops::qint::Requant&, const float*, const int32_t*, int32_t, const int32_t*, int64_t, Y*,
-                            int64_t, int64_t, int64_t, int64_t);
-template <class Y>
-EpilogueFn<Y> epilogue_for(int act) {
-  switch (act) {
-    case 1: return &tile_epilogue<1, Y>;
-    case 2: return &tile_epilogue<2, Y>;
-    case 3: return &tile_epilogue<3, Y>;
-    case 4: return &tile_epilogue<4, Y>;
-    case 5: return &tile_epilogue<5, Y>;
-    default: return &tile_epilogue<0, Y>;
-  }
+void tile_epilogue(const ops::qint::Requant& rq, const float* bias, const int32_t* colsum, int32_t zx, const int32_t* acc,
+                   int64_t ldacc, Y* y, int64_t ldy, int64_t rows, int64_t c0, int64_t nc) {
+  alignas(64) float f[kMaxTileRows * kTileCols];
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < nc; ++j) f[i * kTileCols + j] = static_cast<float>(acc[i * ldacc + j] - zx * colsum[c0 + j]);
+  requant_rows(rq, bias, f, kTileCols, y + c0, ldy, rows, c0, nc);
 }
 
 // The product of M rows of uint8 codes (A [M, K]) and the packed weights, with the epilogue,
@@ -174,8 +146,7 @@ class QGemm {
         }
         const int32_t zx = q_.x_zero_point;
         auto finish = [&](auto* y) {
-          using Yt = std::remove_pointer_t<decltype(y)>;
-          epilogue_for<Yt>(q_.rq.act)(q_.rq, bias_.data(), b_.colsum.data(), zx, acc, kTileCols, y + r0 * N, N, nr, c0, nc);
+          tile_epilogue(q_.rq, bias_.data(), b_.colsum.data(), zx, acc, kTileCols, y + r0 * N, N, nr, c0, nc);
         };
         if (Y.dtype() == DType::UInt8) finish(Y.data<uint8_t>());
         else if (Y.dtype() == DType::Int8) finish(Y.data<int8_t>());

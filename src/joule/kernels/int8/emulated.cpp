@@ -4,17 +4,18 @@
 // weights, and oneDNN's float32 convolution / matmul accumulates their products: integers up to
 // 255 * 127 whose sums are exact in float32 while every partial sum stays below 2^24 in
 // magnitude (a 3x3x512 convolution would need an average product of 3600 to get there; real
-// activations are far below). The epilogue is the integer kernels' own (ops::qint::Requant:
-// bias in accumulator units, per-channel output scales, activation, output zero point, round
-// half to even, saturation), so the codes agree with the oneDNN int8 kernels' element for
-// element. Chosen on request (--int8 simulated, --algo), and by guess or auto only where no
-// integer kernel supports the node (instead of the scalar reference kernel).
+// activations are far below). The epilogue is the integer kernels' own function
+// (kernels/int8/requant.h), so the codes agree with joule's int8 kernels element for element
+// (and with oneDNN's but for the rounding of its swish and hardswish post-ops). Chosen on
+// request (--int8 simulated, --algo), and by guess or auto only where no integer kernel
+// supports the node (instead of the scalar reference kernel).
 #include <dnnl.hpp>
 
 #include "joule/core/cpu_features.h"
 #include "joule/kernels/conv/onednn.h"
 #include "joule/kernels/gemm/onednn_matmul.h"
 #include "joule/kernels/int8/int8_node.h"
+#include "joule/kernels/int8/requant.h"
 
 namespace joule::kernels {
 namespace {
@@ -46,81 +47,24 @@ void center(const Tensor& x, int32_t zp, float* out, ThreadPool& pool) {
   });
 }
 
-// y = Requant(acc) over rows [b, e) of `channels` x `inner` elements (channel of element j of a
-// row: j / inner).
-// (A local copy of the parameters and restrict pointers: a uint8 store may otherwise alias them,
-// which keeps GCC from vectorising.)
-template <int Act, class Y>
-JOULE_ALWAYS_INLINE void epilogue_span(const ops::qint::Requant& rq, const float* bias_, const float* acc, Y* y, int64_t b,
-                                       int64_t e, int64_t channels, int64_t inner) {
-  ops::qint::Requant r;
-  r.act = rq.act;
-  r.alpha = rq.alpha;
-  r.beta = rq.beta;
-  r.post = rq.post;
-  const float* __restrict scale = rq.scale.data();
-  const float* __restrict bias = bias_;
-  const float zp = rq.zero_point;
-  auto out = [zp](float v, Y* o) {
-    if constexpr (std::is_same_v<Y, float>) *o = v;
-    else *o = ops::qint::requant_code<Y>(v, zp);
-  };
-  for (int64_t i = b; i < e; ++i) {
-    const float* __restrict a = acc + i * channels * inner;
-    Y* __restrict o = y + i * channels * inner;
-    if (inner == 1) {
-      for (int64_t c = 0; c < channels; ++c) out(r.activated<Act>(a[c], bias[c], scale[c]), o + c);
-      continue;
-    }
-    for (int64_t c = 0; c < channels; ++c) {
-      const float bc = bias[c], sc = scale[c];
-      for (int64_t j = 0; j < inner; ++j) out(r.activated<Act>(a[c * inner + j], bc, sc), o + c * inner + j);
-    }
-  }
-}
-// The same loop vectorised 8 wide (GCC vectorises the epilogue, SiLU's exp included; 4 wide in
-// the baseline build). AVX2 without FMA: no multiply-add is contracted, so the values are the
-// reference kernel's bit for bit.
-template <int Act, class Y>
-JOULE_AVX2 void epilogue_span_avx2(const ops::qint::Requant& r, const float* bias, const float* acc, Y* y, int64_t b,
-                                   int64_t e, int64_t channels, int64_t inner) {
-  epilogue_span<Act, Y>(r, bias, acc, y, b, e, channels, inner);
-}
-template <int Act, class Y>
-void epilogue_span_base(const ops::qint::Requant& r, const float* bias, const float* acc, Y* y, int64_t b, int64_t e,
-                        int64_t channels, int64_t inner) {
-  epilogue_span<Act, Y>(r, bias, acc, y, b, e, channels, inner);
-}
-
-template <int Act, class Y>
-void epilogue_rows(const ops::qint::Requant& r, const float* bias, const float* acc, Y* y, int64_t rows,
-                   int64_t channels, int64_t inner, ThreadPool& pool) {
-  const bool avx2 = cpu_features().avx2_fma;
-  pool.parallel_for(rows, [&](int64_t b, int64_t e) {
-    if (avx2) epilogue_span_avx2<Act, Y>(r, bias, acc, y, b, e, channels, inner);
-    else epilogue_span_base<Act, Y>(r, bias, acc, y, b, e, channels, inner);
-  });
-}
-
-template <class Y>
-void epilogue_typed(const ops::qint::Requant& r, const float* bias, const float* acc, Y* y, int64_t rows,
-                    int64_t channels, int64_t inner, ThreadPool& pool) {
-  switch (r.act) {
-    case 1: return epilogue_rows<1>(r, bias, acc, y, rows, channels, inner, pool);
-    case 2: return epilogue_rows<2>(r, bias, acc, y, rows, channels, inner, pool);
-    case 3: return epilogue_rows<3>(r, bias, acc, y, rows, channels, inner, pool);
-    case 4: return epilogue_rows<4>(r, bias, acc, y, rows, channels, inner, pool);
-    case 5: return epilogue_rows<5>(r, bias, acc, y, rows, channels, inner, pool);
-    default: return epilogue_rows<0>(r, bias, acc, y, rows, channels, inner, pool);
-  }
-}
-
-// Channel-last data ([rows, channels], inner 1) or channel-first planes ([rows, channels, inner]).
+// Y = Requant(acc): channel-last rows ([rows, channels], inner 1) or channel-first planes
+// ([rows, channels, inner]); the int8 kernels' own epilogue (kernels/int8/requant.h).
 void epilogue(const ops::qint::Requant& r, const std::vector<float>& bias, const float* acc, Tensor& Y, int64_t rows,
               int64_t channels, int64_t inner, ThreadPool& pool) {
-  if (Y.dtype() == DType::UInt8) epilogue_typed(r, bias.data(), acc, Y.data<uint8_t>(), rows, channels, inner, pool);
-  else if (Y.dtype() == DType::Int8) epilogue_typed(r, bias.data(), acc, Y.data<int8_t>(), rows, channels, inner, pool);
-  else epilogue_typed(r, bias.data(), acc, Y.data<float>(), rows, channels, inner, pool);
+  auto go = [&](auto* y) {
+    if (inner == 1) {
+      pool.parallel_for(rows, [&](int64_t b, int64_t e) {
+        requant_rows(r, bias.data(), acc + b * channels, channels, y + b * channels, channels, e - b, 0, channels);
+      });
+      return;
+    }
+    pool.parallel_for(rows * channels, [&](int64_t b, int64_t e) {
+      for (int64_t p = b; p < e; ++p) requant_plane(r, bias.data(), acc + p * inner, y + p * inner, inner, p % channels);
+    });
+  };
+  if (Y.dtype() == DType::UInt8) go(Y.data<uint8_t>());
+  else if (Y.dtype() == DType::Int8) go(Y.data<int8_t>());
+  else go(Y.data<float>());
 }
 
 std::vector<float> float_codes(const Tensor& w) {
