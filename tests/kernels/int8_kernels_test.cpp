@@ -149,18 +149,23 @@ const ConvGeo kConvGeos[] = {{1, 16, 14, 14, 32, 3, 1, 1, 1, 1}, {2, 8, 9, 11, 1
                              {2, 16, 8, 8, 32, 3, 1, 2, 2, 4},   {1, 64, 7, 7, 16, 1, 1, 0, 1, 1},
                              {1, 3, 16, 16, 8, 5, 2, 2, 1, 1},   {1, 12, 6, 6, 6, 1, 1, 1, 1, 1}};
 
+// Adds the joule node "q" (`op`: QConv / QMatMul, the case's inputs, `attrs`) to `b`; the graph.
+ir::Graph finish_graph(GraphBuilder& b, const char* op, const Case& c, const std::map<std::string, ir::Attribute>& attrs) {
+  std::vector<std::string> ins = {"x", "xs", "xzp", "w", "ws", "", "bias"};
+  if (c.y_type != DType::Float32) ins.insert(ins.end(), {"ys", "yzp"});
+  b.node(op, ins, {"y"}, attrs, "q").output("y");
+  ir::Graph g = b.build();
+  g.nodes.back()->domain = "joule";
+  g.opsets["joule"] = 1;
+  return g;
+}
+
 // One QMatMul node "q": A codes `as`, weights [as.back(), N] within +-wmax, the case's epilogue.
 ir::Graph qmatmul_graph(const Case& c, const Shape& as, int64_t N, uint32_t seed, int wmax) {
   GraphBuilder b;
   b.input("x", c.x_type, as);
   add_params(b, c, codes(DType::Int8, {as.back(), N}, seed, wmax), N, seed + 1);
-  std::vector<std::string> ins = {"x", "xs", "xzp", "w", "ws", "", "bias"};
-  if (c.y_type != DType::Float32) ins.insert(ins.end(), {"ys", "yzp"});
-  b.node("QMatMul", ins, {"y"}, act_attrs(c.act), "q").output("y");
-  ir::Graph g = b.build();
-  g.nodes.back()->domain = "joule";
-  g.opsets["joule"] = 1;
-  return g;
+  return finish_graph(b, "QMatMul", c, act_attrs(c.act));
 }
 
 }  // namespace
@@ -185,12 +190,7 @@ TEST(Int8Kernels, QConvOnednnAndEmulatedMatchReference) {
       attrs["pads"] = std::vector<int64_t>{geo.pad, geo.pad, geo.pad, geo.pad};
       attrs["dilations"] = std::vector<int64_t>{geo.dil, geo.dil};
       attrs["group"] = geo.group;
-      std::vector<std::string> ins = {"x", "xs", "xzp", "w", "ws", "", "bias"};
-      if (c.y_type != DType::Float32) ins.insert(ins.end(), {"ys", "yzp"});
-      b.node("QConv", ins, {"y"}, attrs, "q").output("y");
-      ir::Graph g = b.build();
-      g.nodes.back()->domain = "joule";
-      g.opsets["joule"] = 1;
+      const ir::Graph g = finish_graph(b, "QConv", c, attrs);
       compare(g, {{"x", codes(c.x_type, {geo.n, geo.c, geo.h, geo.w}, seed++)}}, "qconv", c, wmax);
     }
 }
@@ -226,12 +226,7 @@ TEST(Int8Kernels, EmulatedDepthwiseNhwcMatchesReference) {
       attrs["dilations"] = std::vector<int64_t>{geo.dil, geo.dil};
       attrs["group"] = geo.c;
       attrs["channels_last"] = int64_t{1};
-      std::vector<std::string> ins = {"x", "xs", "xzp", "w", "ws", "", "bias"};
-      if (c.y_type != DType::Float32) ins.insert(ins.end(), {"ys", "yzp"});
-      b.node("QConv", ins, {"y"}, attrs, "q").output("y");
-      ir::Graph g = b.build();
-      g.nodes.back()->domain = "joule";
-      g.opsets["joule"] = 1;
+      const ir::Graph g = finish_graph(b, "QConv", c, attrs);
       const runtime::TensorMap in = {{"x", codes(c.x_type, xs, seed++)}};
       runtime::SessionOptions r;
       r.algo.add("reference");
