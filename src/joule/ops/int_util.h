@@ -116,7 +116,7 @@ JOULE_INLINE_EPILOGUE float silu(float v) {
   r = std::fma(-n, vec::kLn2Lo, r);
   float p = vec::kSigmoidExpPoly[0];
   for (int k = 1; k < 6; ++k) p = std::fma(p, r, vec::kSigmoidExpPoly[k]);
-  const float e = std::ldexp(p, static_cast<int>(n));
+  const float e = std::ldexp(p, n == n ? static_cast<int>(n) : 0);  // (NaN: p is NaN already)
   float s = 1.f / (e + 1.f);
   if (v < 0.f) s = s * e;
   return v * s;
