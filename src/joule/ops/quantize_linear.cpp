@@ -116,9 +116,8 @@ inline __attribute__((always_inline)) void quantize_span(const float* xp, Q* yp,
 // saturation then give the reference's codes, NaN and +-inf included, bit for bit
 // (tests/ops/test_int_ops.cpp). A scale whose reciprocal is not a normal float takes the loop above.
 template <class Q, bool Full>
-JOULE_AVX512 JOULE_ALWAYS_INLINE void quantize16(const float* xp, Q* yp, __mmask16 m, __m512 s, __m512 inv, __m512 z,
+JOULE_AVX512 JOULE_ALWAYS_INLINE void quantize16(__m512 x, Q* yp, __mmask16 m, __m512 s, __m512 inv, __m512 z,
                                                  __m512 clo, __m512 chi, __m512 lo, __m512 hi) {
-  __m512 x = Full ? _mm512_loadu_ps(xp) : _mm512_maskz_loadu_ps(m, xp);
   x = _mm512_min_ps(chi, _mm512_max_ps(clo, x));  // (max/min return the second operand, x, when it is NaN)
   __m512 v = _mm512_mul_ps(x, inv);
   const __m512 frac = _mm512_sub_ps(v, _mm512_roundscale_ps(v, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC));
@@ -144,9 +143,40 @@ JOULE_AVX512 void quantize_span_avx512(const float* xp, Q* yp, int64_t n, float 
   const __m512 vs = _mm512_set1_ps(s), vinv = _mm512_set1_ps(inv), vz = _mm512_set1_ps(z), vclo = _mm512_set1_ps(clo),
                vchi = _mm512_set1_ps(chi), vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
   int64_t i = 0;
-  for (; i + 16 <= n; i += 16) quantize16<Q, true>(xp + i, yp + i, 0xFFFF, vs, vinv, vz, vclo, vchi, vlo, vhi);
-  if (i < n)
-    quantize16<Q, false>(xp + i, yp + i, static_cast<__mmask16>((1u << (n - i)) - 1), vs, vinv, vz, vclo, vchi, vlo, vhi);
+  for (; i + 16 <= n; i += 16) quantize16<Q, true>(_mm512_loadu_ps(xp + i), yp + i, 0xFFFF, vs, vinv, vz, vclo, vchi, vlo, vhi);
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    quantize16<Q, false>(_mm512_maskz_loadu_ps(m, xp + i), yp + i, m, vs, vinv, vz, vclo, vchi, vlo, vhi);
+  }
+}
+
+template <bool Mul>
+JOULE_AVX512 JOULE_ALWAYS_INLINE __m512 gated16(__m512 a, __m512 g) {
+  return Mul ? _mm512_mul_ps(a, g) : _mm512_add_ps(a, g);
+}
+// quant::quantize_gated_rows with AVX-512: the product (or sum) in a register, then quantize16.
+template <class Q, bool Mul>
+JOULE_AVX512 void quantize_gated_avx512(const float* x, const float* b, int64_t r0, int64_t rows, int64_t R, int64_t per,
+                                        Q* y, float s, float z, float clo, float chi) {
+  const float lo = static_cast<float>(std::numeric_limits<Q>::min()), hi = static_cast<float>(std::numeric_limits<Q>::max());
+  const __m512 vs = _mm512_set1_ps(s), vinv = _mm512_set1_ps(1.f / s), vz = _mm512_set1_ps(z), vclo = _mm512_set1_ps(clo),
+               vchi = _mm512_set1_ps(chi), vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+  int64_t g = r0 / per, left = per - r0 % per;  // B's row, rows before the next
+  for (int64_t i = 0; i < rows; ++i) {
+    const float* xr = x + i * R;
+    const float* br = b + g * R;
+    Q* yr = y + i * R;
+    int64_t j = 0;
+    for (; j + 16 <= R; j += 16)
+      quantize16<Q, true>(gated16<Mul>(_mm512_loadu_ps(xr + j), _mm512_loadu_ps(br + j)), yr + j, 0xFFFF, vs, vinv, vz,
+                          vclo, vchi, vlo, vhi);
+    if (j < R) {
+      const __mmask16 m = static_cast<__mmask16>((1u << (R - j)) - 1);
+      quantize16<Q, false>(gated16<Mul>(_mm512_maskz_loadu_ps(m, xr + j), _mm512_maskz_loadu_ps(m, br + j)), yr + j, m,
+                           vs, vinv, vz, vclo, vchi, vlo, vhi);
+    }
+    if (--left == 0) ++g, left = per;
+  }
 }
 
 // The same 8 at a time with AVX2 (no FMA), for CPUs without AVX-512: the multiply by 1/s, the
@@ -353,6 +383,41 @@ void dequantize_values(const Q* x, float* y, int64_t n, float s, float z) {
   else if (cpu_features().avx2_fma) dequantize_span_avx2<Q>(x, y, n, s, z);
   else dequantize_span<Q>(x, y, n, s, z);
 }
+template <class Q>
+void quantize_gated_rows(const float* x, const float* b, char op, int64_t r0, int64_t rows, int64_t R, int64_t per, Q* y,
+                         float s, float z, float lo, float hi) {
+  const float inv = 1.f / s;
+  if (cpu_features().avx512 && std::isnormal(inv) && std::isnormal(s)) {
+    if (op == '*') quantize_gated_avx512<Q, true>(x, b, r0, rows, R, per, y, s, z, lo, hi);
+    else quantize_gated_avx512<Q, false>(x, b, r0, rows, R, per, y, s, z, lo, hi);
+    return;
+  }
+  constexpr int64_t kChunk = 1024;  // rows gathered so that one quantize call covers up to kChunk values
+  alignas(64) float v[kChunk];
+  const int64_t span = std::min(R, kChunk), each = std::max<int64_t>(1, kChunk / R);
+  for (int64_t i = 0; i < rows; i += each) {
+    const int64_t nr = std::min(each, rows - i);
+    for (int64_t j0 = 0; j0 < R; j0 += span) {
+      const int64_t m = std::min(span, R - j0);
+      for (int64_t r = 0; r < nr; ++r) {
+        const float* xs = x + (i + r) * R + j0;
+        const float* bs = b + ((r0 + i + r) / per) * R + j0;
+        float* vr = v + r * m;
+        if (op == '*') for (int64_t j = 0; j < m; ++j) vr[j] = xs[j] * bs[j];
+        else for (int64_t j = 0; j < m; ++j) vr[j] = xs[j] + bs[j];
+      }
+      if (m == R) {
+        quantize_values<Q>(v, y + i * R, nr * R, s, z, lo, hi);
+      } else {
+        for (int64_t r = 0; r < nr; ++r) quantize_values<Q>(v + r * m, y + (i + r) * R + j0, m, s, z, lo, hi);
+      }
+    }
+  }
+}
+template void quantize_gated_rows<int8_t>(const float*, const float*, char, int64_t, int64_t, int64_t, int64_t, int8_t*,
+                                          float, float, float, float);
+template void quantize_gated_rows<uint8_t>(const float*, const float*, char, int64_t, int64_t, int64_t, int64_t, uint8_t*,
+                                           float, float, float, float);
 template void quantize_values<int8_t>(const float*, int8_t*, int64_t, float, float, float, float);
 template void quantize_values<uint8_t>(const float*, uint8_t*, int64_t, float, float, float, float);
 template void quantize_values<int16_t>(const float*, int16_t*, int64_t, float, float, float, float);
