@@ -384,39 +384,16 @@ void dequantize_values(const Q* x, float* y, int64_t n, float s, float z) {
   else dequantize_span<Q>(x, y, n, s, z);
 }
 template <class Q>
-void quantize_gated_rows(const float* x, const float* b, char op, int64_t r0, int64_t rows, int64_t R, int64_t per, Q* y,
+bool quantize_gated_rows(const float* x, const float* b, char op, int64_t r0, int64_t rows, int64_t R, int64_t per, Q* y,
                          float s, float z, float lo, float hi) {
-  const float inv = 1.f / s;
-  if (cpu_features().avx512 && std::isnormal(inv) && std::isnormal(s)) {
-    if (op == '*') quantize_gated_avx512<Q, true>(x, b, r0, rows, R, per, y, s, z, lo, hi);
-    else quantize_gated_avx512<Q, false>(x, b, r0, rows, R, per, y, s, z, lo, hi);
-    return;
-  }
-  constexpr int64_t kChunk = 1024;  // rows gathered so that one quantize call covers up to kChunk values
-  alignas(64) float v[kChunk];
-  const int64_t span = std::min(R, kChunk), each = std::max<int64_t>(1, kChunk / R);
-  for (int64_t i = 0; i < rows; i += each) {
-    const int64_t nr = std::min(each, rows - i);
-    for (int64_t j0 = 0; j0 < R; j0 += span) {
-      const int64_t m = std::min(span, R - j0);
-      for (int64_t r = 0; r < nr; ++r) {
-        const float* xs = x + (i + r) * R + j0;
-        const float* bs = b + ((r0 + i + r) / per) * R + j0;
-        float* vr = v + r * m;
-        if (op == '*') for (int64_t j = 0; j < m; ++j) vr[j] = xs[j] * bs[j];
-        else for (int64_t j = 0; j < m; ++j) vr[j] = xs[j] + bs[j];
-      }
-      if (m == R) {
-        quantize_values<Q>(v, y + i * R, nr * R, s, z, lo, hi);
-      } else {
-        for (int64_t r = 0; r < nr; ++r) quantize_values<Q>(v + r * m, y + (i + r) * R + j0, m, s, z, lo, hi);
-      }
-    }
-  }
+  if (!cpu_features().avx512 || !std::isnormal(1.f / s) || !std::isnormal(s)) return false;
+  if (op == '*') quantize_gated_avx512<Q, true>(x, b, r0, rows, R, per, y, s, z, lo, hi);
+  else quantize_gated_avx512<Q, false>(x, b, r0, rows, R, per, y, s, z, lo, hi);
+  return true;
 }
-template void quantize_gated_rows<int8_t>(const float*, const float*, char, int64_t, int64_t, int64_t, int64_t, int8_t*,
+template bool quantize_gated_rows<int8_t>(const float*, const float*, char, int64_t, int64_t, int64_t, int64_t, int8_t*,
                                           float, float, float, float);
-template void quantize_gated_rows<uint8_t>(const float*, const float*, char, int64_t, int64_t, int64_t, int64_t, uint8_t*,
+template bool quantize_gated_rows<uint8_t>(const float*, const float*, char, int64_t, int64_t, int64_t, int64_t, uint8_t*,
                                            float, float, float, float);
 template void quantize_values<int8_t>(const float*, int8_t*, int64_t, float, float, float, float);
 template void quantize_values<uint8_t>(const float*, uint8_t*, int64_t, float, float, float, float);

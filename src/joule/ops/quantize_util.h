@@ -14,12 +14,13 @@ namespace joule::ops::quant {
 template <class Q>
 void quantize_values(const float* x, Q* y, int64_t n, float s, float z, float lo, float hi);
 
-// The same codes for x op B, op '*' or '+', computed as one float32 operation and then quantized
-// as above: rows [r0, r0 + rows) of R elements, row i against B's row (i / per) (R values), x and
-// y from row r0 on. One pass with AVX-512 (the gate of an N,H,W,C squeeze-and-excitation block
-// times its input, quantized); elsewhere the product into a chunk, then quantize_values.
+// The same codes for x op B, op '*' or '+' (one float32 operation, then quantized as above), in
+// one AVX-512 pass: rows [r0, r0 + rows) of R elements, row i against B's row (i / per) (R
+// values), x and y from row r0 on (the gate of an N,H,W,C squeeze-and-excitation block times its
+// input, quantized). False, and nothing written, without AVX-512 or where the scale's reciprocal
+// is not a normal float: the caller computes x op B and calls quantize_values.
 template <class Q>
-void quantize_gated_rows(const float* x, const float* b, char op, int64_t r0, int64_t rows, int64_t R, int64_t per, Q* y,
+bool quantize_gated_rows(const float* x, const float* b, char op, int64_t r0, int64_t rows, int64_t R, int64_t per, Q* y,
                          float s, float z, float lo, float hi);
 
 // y[i] = (x[i] - z) * s for 8/16-bit codes (exact in float before the product).

@@ -11,7 +11,6 @@
 namespace joule::ops::vec {
 namespace {
 
-constexpr const float* kExpPoly = kSigmoidExpPoly;  // (ops/vec_math.h, with the reduction's constants)
 
 // 1 / (1 + e^-x) for 16 lanes from e = e^-|x|, t = max(-|x|, -104): n = round(t / ln 2),
 // r = t - n ln 2 in two steps (as vec_math.h), e^r by a degree-5 polynomial (a relative
@@ -26,8 +25,8 @@ JOULE_AVX512 JOULE_ALWAYS_INLINE __m512 sigmoid16(__m512 x) {
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Hi), t);
   r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Lo), r);
-  __m512 p = _mm512_set1_ps(kExpPoly[0]);
-  for (int k = 1; k < 6; ++k) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpPoly[k]));
+  __m512 p = _mm512_set1_ps(kSigmoidExpPoly[0]);
+  for (int k = 1; k < 6; ++k) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kSigmoidExpPoly[k]));
   const __m512 e = _mm512_scalef_ps(p, n);  // e^-|x|
   const __m512 d = _mm512_add_ps(e, _mm512_set1_ps(1.f));
   __m512 s = _mm512_rcp14_ps(d);
@@ -63,8 +62,8 @@ JOULE_AVX2_FMA JOULE_ALWAYS_INLINE __m256 exp_reduced8(__m256 u, __m256* n) {
   *n = _mm256_round_ps(_mm256_mul_ps(u, _mm256_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m256 r = _mm256_fnmadd_ps(*n, _mm256_set1_ps(kLn2Hi), u);
   r = _mm256_fnmadd_ps(*n, _mm256_set1_ps(kLn2Lo), r);
-  __m256 p = _mm256_set1_ps(kExpPoly[0]);
-  for (int k = 1; k < 6; ++k) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kExpPoly[k]));
+  __m256 p = _mm256_set1_ps(kSigmoidExpPoly[0]);
+  for (int k = 1; k < 6; ++k) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kSigmoidExpPoly[k]));
   return p;
 }
 JOULE_AVX2_FMA JOULE_ALWAYS_INLINE __m256 sigmoid8(__m256 x) {

@@ -113,14 +113,34 @@ class QuantizeKernel final : public Kernel {
       ops::quant::quantize_values<Q>(v, y + i, m, p_.scale[0], p_.zero[0], p_.lo, p_.hi);
     }
   }
-  // y = Q(x op B) over rows [s, e) of R elements, row i against B's row i / Qn (one pass with
-  // AVX-512; short rows, an N,H,W,C gate of few channels, gathered into chunks elsewhere: one
-  // quantize call per 32-channel row took 54 ns, EfficientNet-B0's 112x112x32 gate 0.68 ms).
+  // y = Q(x op B) over rows [s, e) of R elements, row i against B's row i / Qn: one pass with
+  // AVX-512 (ops::quant::quantize_gated_rows); elsewhere short rows (an N,H,W,C gate of few
+  // channels) are gathered so that one quantize call covers up to kChunk values (one call per
+  // 32-channel row took 54 ns: EfficientNet-B0's 112x112x32 gate 0.68 ms).
   template <class Q>
   void fused_rows(const float* x, const float* b, Q* y, int64_t s, int64_t e) const {
-    const int64_t R = p_.br;
-    ops::quant::quantize_gated_rows<Q>(x + s * R, b, p_.binary, s, e - s, R, p_.bq, y + s * R, p_.scale[0], p_.zero[0],
-                                       p_.lo, p_.hi);
+    constexpr int64_t kChunk = 1024;
+    const int64_t R = p_.br, Qn = p_.bq;
+    if (ops::quant::quantize_gated_rows<Q>(x + s * R, b, p_.binary, s, e - s, R, Qn, y + s * R, p_.scale[0], p_.zero[0],
+                                           p_.lo, p_.hi))
+      return;
+    if (R > kChunk) {
+      for (int64_t i = s; i < e; ++i) fused_span<Q>(x + i * R, b + (i / Qn) * R, 1, y + i * R, R);
+      return;
+    }
+    alignas(64) float v[kChunk];
+    const int64_t per = kChunk / R;
+    for (int64_t i = s; i < e; i += per) {
+      const int64_t rows = std::min(per, e - i);
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* xs = x + (i + r) * R;
+        const float* bs = b + ((i + r) / Qn) * R;
+        float* vr = v + r * R;
+        if (p_.binary == '*') for (int64_t j = 0; j < R; ++j) vr[j] = xs[j] * bs[j];
+        else for (int64_t j = 0; j < R; ++j) vr[j] = xs[j] + bs[j];
+      }
+      ops::quant::quantize_values<Q>(v, y + i * R, rows * R, p_.scale[0], p_.zero[0], p_.lo, p_.hi);
+    }
   }
   // Over [bp, bq, br]: rows of br elements against B's row p (br > 1), or runs of bq elements
   // against B's one value (br == 1: a per-channel N,C,H,W gate, or a scalar).
