@@ -146,6 +146,57 @@ TEST(ChannelsLast, SqueezeExcitationBlockStaysNhwc) {
   }
 }
 
+// ConvNeXt: a stem (conv, the model's permute to N,H,W,C, LayerNorm, permute back), then
+// blocks of a depthwise 7x7 conv, permute, LayerNorm, MLP, permute back, a per-channel layer
+// scale [C,1,1] and the residual. The convs are made channels_last (their neighbours are
+// permutes, not convs), the permutes cancel against the pass's Transposes and the layer scale
+// is permuted with the activations: a Transpose at the graph's input and output, none inside.
+TEST(ChannelsLast, ConvNextBlockLosesTheModelsPermutes) {
+  GraphBuilder b;
+  b.input("x", DType::Float32, {1, 3, 9, 9})  // the stem: a conv, permute, LayerNorm, permute back
+      .init("ws", random_tensor({16, 3, 1, 1}, 30, -0.4f, 0.4f))
+      .init("gs", random_tensor({16}, 31, 0.5f, 1.5f))
+      .init("bs", random_tensor({16}, 32))
+      .node("Conv", {"x", "ws"}, {"c"}, {}, "stem")
+      .node("Transpose", {"c"}, {"ct"}, {{"perm", Ints{0, 2, 3, 1}}})
+      .node("LayerNormalization", {"ct", "gs", "bs"}, {"cn"}, {{"axis", int64_t{-1}}})
+      .node("Transpose", {"cn"}, {"stem_out"}, {{"perm", Ints{0, 3, 1, 2}}});
+  for (int k = 0; k < 2; ++k) {
+    const std::string p = "b" + std::to_string(k) + "_", in = k ? "b0_out" : "stem_out";
+    const auto seed = static_cast<uint32_t>(40 + 10 * k);
+    b.init(p + "wd", random_tensor({16, 1, 7, 7}, seed, -0.2f, 0.2f))
+        .init(p + "bd", random_tensor({16}, seed + 1))
+        .init(p + "g", random_tensor({16}, seed + 2, 0.5f, 1.5f))
+        .init(p + "beta", random_tensor({16}, seed + 3))
+        .init(p + "w1", random_tensor({16, 32}, seed + 4, -0.3f, 0.3f))
+        .init(p + "w2", random_tensor({32, 16}, seed + 5, -0.3f, 0.3f))
+        .init(p + "scale", random_tensor({16, 1, 1}, seed + 6, 0.1f, 0.5f))
+        .node("Conv", {in, p + "wd", p + "bd"}, {p + "d"}, {{"pads", Ints{3, 3, 3, 3}}, {"group", int64_t{16}}}, p + "dw")
+        .node("Transpose", {p + "d"}, {p + "t"}, {{"perm", Ints{0, 2, 3, 1}}})
+        .node("LayerNormalization", {p + "t", p + "g", p + "beta"}, {p + "n"}, {{"axis", int64_t{-1}}})
+        .node("MatMul", {p + "n", p + "w1"}, {p + "h"})
+        .node("Relu", {p + "h"}, {p + "hr"})
+        .node("MatMul", {p + "hr", p + "w2"}, {p + "m"})
+        .node("Transpose", {p + "m"}, {p + "mt"}, {{"perm", Ints{0, 3, 1, 2}}})
+        .node("Mul", {p + "mt", p + "scale"}, {p + "s"})
+        .node("Add", {p + "s", in}, {p + "out"});
+  }
+  b.output("b1_out");
+  const ir::Graph g = b.build();
+  ASSERT_EQ(count(g, "Transpose"), 6);
+  ir::Graph h = g;
+  passes::PassOptions o;
+  o.verify = true;
+  o.channels_last_conv = [](const ir::Graph&, const ir::Node&) { return true; };
+  passes::run_pipeline(h, {"channels_last"}, o);
+  int nhwc = 0;
+  for (auto& n : h.nodes) nhwc += n->op_type == "FusedConv" && n->attr_int("channels_last", 0) == 1;
+  EXPECT_EQ(nhwc, 3);
+  EXPECT_EQ(count(h, "Transpose"), 2);  // x in, b1_out back
+  expect_same_outputs(g, h, "guess");
+  expect_same_outputs(g, h, "reference");
+}
+
 // Pools between convs (GoogLeNet's and SqueezeNet's MaxPool, DenseNet's and Inception's
 // AveragePool, ceil_mode and pads included) become joule's N,H,W,C pools: no Transpose between
 // the convs; a pool with an Indices output stays N,C,H,W.

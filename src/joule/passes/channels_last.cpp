@@ -5,9 +5,9 @@
 //  1. Every 2-D convolution that has an N,H,W,C kernel becomes channels_last: Transpose(to NHWC)
 //     before its input (and residual), Transpose(to NCHW) after its output. The graph computes
 //     exactly what it did. Integer QConv always; float32 Conv/FusedConv (a Conv becomes a
-//     FusedConv without epilogue) when it is chained to another conv through layout-free ops
-//     (alone it would gain nothing) and PassOptions::channels_last_conv wants the node — only
-//     the algorithms of channels_last_conv_algorithms() compute N,H,W,C, so the CLI wants it
+//     FusedConv without epilogue) when it is chained through layout-free ops to another conv
+//     or to one of the model's own N,C,H,W <-> N,H,W,C permutes (ConvNeXt; alone it would gain
+//     nothing), and PassOptions::channels_last_conv wants the node — only the algorithms of channels_last_conv_algorithms() compute N,H,W,C, so the CLI wants it
 //     where the user's --algo choice for the node is one of them, or guess/auto and the
 //     estimates favour them on N,H,W,C over the N,C,H,W algorithms (depthwise and 1x1 convs,
 //     not Winograd's large 3x3 ones).
@@ -160,7 +160,8 @@ class Sinker {
         }
         continue;
       }
-      std::vector<size_t> moved;  // inputs that are to-NCHW transposes
+      std::vector<size_t> moved;      // inputs that are to-NCHW transposes
+      std::vector<size_t> constants;  // a binary op's constants of rank 1 to 4, to permute alike
       if (is_global_average_pool(op) && is_transpose(producer(op.inputs[0]), kToNchw)) {
         to_reduce_mean_nhwc(op);
         moved.push_back(0);
@@ -176,10 +177,11 @@ class Sinker {
       } else if (op.op_type == "Reshape" && op.domain.empty() && is_transpose(producer(op.inputs[0]), kToNchw)) {
         n += shuffle_on_nhwc(i);
         continue;
-      } else if (!sinkable(op, &moved)) {
+      } else if (!sinkable(op, &moved, &constants)) {
         continue;
       }
       for (size_t k : moved) op.inputs[k] = producer(op.inputs[k])->inputs[0];
+      for (size_t k : constants) op.inputs[k] = constant_on_nhwc(op.inputs[k]);
       if (is_channel_concat(op)) op.attrs["axis"] = int64_t{3};
       const std::string y = op.outputs[0];
       const std::string y_nhwc = g_.unique_name(y + "_nhwc");
@@ -213,7 +215,13 @@ class Sinker {
   std::set<const ir::Node*> chained(const std::set<const ir::Node*>& convs) const {
     std::set<const ir::Node*> linked;
     const auto consumers = g_.consumers();
+    const auto producers = g_.producers();
     for (const ir::Node* c : convs) {
+      // The model's own permutes count as a neighbour in N,H,W,C: a conv read from a to-NCHW
+      // Transpose, or whose output reaches a to-NHWC one (ConvNeXt's depthwise conv between
+      // permutes around its LayerNorm and MLP), loses both Transposes in N,H,W,C.
+      if (auto p = producers.find(c->inputs[0]); p != producers.end() && is_transpose(g_.nodes[p->second].get(), kToNchw))
+        linked.insert(c);
       std::vector<std::string> todo{c->outputs[0]};
       std::set<std::string> seen;
       while (!todo.empty()) {
@@ -229,6 +237,8 @@ class Sinker {
           if (convs.count(&u) && data_input) {
             linked.insert(c);
             linked.insert(&u);
+          } else if (is_transpose(&u, kToNhwc)) {
+            linked.insert(c);
           } else if (((layout_free(u) || is_global_average_pool(u)) && u.outputs.size() == 1) || is_spatial_pool(u) ||
                      ((is_inference_batch_norm(u) || is_slice(u)) && u.inputs[0] == v) || shuffle_step(u)) {
             todo.push_back(u.outputs[0]);
@@ -381,8 +391,27 @@ class Sinker {
     return it != g_.initializers.end() && it->second.numel() == 1;
   }
 
-  // Does `op` compute the same on N,H,W,C inputs? `moved` gets its to-NCHW transpose inputs.
-  bool sinkable(const ir::Node& op, std::vector<size_t>* moved) const {
+  // A binary op's constant operand of rank 1 to 4 (ConvNeXt's per-channel layer scale [C,1,1]):
+  // broadcast against an N,C,H,W tensor, it is permuted with it (leading 1s added first).
+  bool permutable_constant(const std::string& v) const {
+    auto it = g_.initializers.find(v);
+    return it != g_.initializers.end() && it->second.rank() >= 1 && it->second.rank() <= 4 && it->second.is_tensor();
+  }
+
+  // The constant `v` as a new initializer of rank 4 in N,H,W,C order; returns its name.
+  std::string constant_on_nhwc(const std::string& v) {
+    const Tensor& c = g_.initializers.at(v);
+    Shape s(static_cast<size_t>(4 - c.rank()), 1);
+    s.insert(s.end(), c.shape().begin(), c.shape().end());
+    const std::string name = g_.unique_name(v + "_nhwc");
+    g_.initializers[name] = ops::movement::transpose_tensor(c.reshaped(s), kToNhwc);
+    g_.types[name] = ir::TensorType::of(c.dtype(), g_.initializers[name].shape());
+    return name;
+  }
+
+  // Does `op` compute the same on N,H,W,C inputs? `moved` gets its to-NCHW transpose inputs,
+  // `constants` a binary op's constants that must be permuted alike.
+  bool sinkable(const ir::Node& op, std::vector<size_t>* moved, std::vector<size_t>* constants) const {
     if (op.outputs.size() != 1 || op.inputs.empty()) return false;
     if (!layout_free(op)) return false;
     const bool binary = is_binary(op), concat = is_channel_concat(op);
@@ -400,6 +429,8 @@ class Sinker {
         if (!t || !t->is_static()) return false;
         // Both operands permuted alike (both rank 4): broadcasting is unchanged.
         moved->push_back(k);
+      } else if (binary && !one_element_constant(v) && permutable_constant(v)) {
+        constants->push_back(k);
       } else if (!(binary && one_element_constant(v))) {
         return false;
       }
