@@ -197,6 +197,34 @@ TEST(ChannelsLast, ConvNextBlockLosesTheModelsPermutes) {
   expect_same_outputs(g, h, "reference");
 }
 
+// A head that averages H and W with ReduceMean (MNASNet's x.mean([2, 3])): over axes 1, 2 of
+// the N,H,W,C tensor. Without keepdims its [N,C] output needs no Transpose; with keepdims the
+// [N,1,1,C] result goes back to N,C,H,W. Axes as an attribute (opset 13) and an input (18).
+TEST(ChannelsLast, SpatialReduceMeanRunsNhwc) {
+  for (int64_t opset : {13, 18})
+    for (int64_t keep : {0, 1}) {
+      SCOPED_TRACE("opset " + std::to_string(opset) + " keepdims " + std::to_string(keep));
+      GraphBuilder b;
+      b.input("x", DType::Float32, {1, 8, 6, 6})
+          .init("w0", random_tensor({16, 8, 1, 1}, 61, -0.4f, 0.4f))
+          .init("w1", random_tensor({16, 16, 1, 1}, 62, -0.4f, 0.4f))
+          .node("Conv", {"x", "w0"}, {"a"})
+          .node("Relu", {"a"}, {"r"})
+          .node("Conv", {"r", "w1"}, {"c"});
+      if (opset >= 18)
+        b.init("axes", Tensor::from_vector<int64_t>({-1, 2}, {2})).node("ReduceMean", {"c", "axes"}, {"m"}, {{"keepdims", keep}});
+      else
+        b.node("ReduceMean", {"c"}, {"m"}, {{"axes", Ints{2, -1}}, {"keepdims", keep}});
+      b.output("m");
+      ir::Graph g = b.build();
+      g.opsets[""] = opset;
+      const ir::Graph h = every_conv_channels_last(g);
+      EXPECT_EQ(count(h, "Transpose"), keep ? 2 : 1);
+      expect_same_outputs(g, h, "guess");
+      expect_same_outputs(g, h, "reference");
+    }
+}
+
 // Pools between convs (GoogLeNet's and SqueezeNet's MaxPool, DenseNet's and Inception's
 // AveragePool, ceil_mode and pads included) become joule's N,H,W,C pools: no Transpose between
 // the convs; a pool with an Indices output stays N,C,H,W.

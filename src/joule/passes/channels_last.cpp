@@ -16,7 +16,8 @@
 //     to-NCHW Transpose too (broadcasting included: both are permuted alike) or a one-element
 //     constant. The op then runs on the N,H,W,C tensor and one Transpose follows it. A
 //     GlobalAveragePool becomes ReduceMean over H and W of the N,H,W,C tensor (squeeze-and-
-//     excitation blocks: the pooled [N,1,1,C] gate multiplies the N,H,W,C activations).
+//     excitation blocks: the pooled [N,1,1,C] gate multiplies the N,H,W,C activations), and so
+//     does a ReduceMean over H and W (without keepdims, [N,C] needs no Transpose after it).
 //     A Concat along the channels whose inputs are all to-NCHW Transposes concatenates the
 //     N,H,W,C tensors along axis 3 (SqueezeNet's Fire modules, Inception blocks, DenseNet).
 //     A float32 2-D MaxPool/AveragePool (a MaxPool of int8/uint8 codes too) becomes the
@@ -31,6 +32,7 @@
 // What remains are Transposes at the edges of the conv regions (the input image, the pooled
 // features before the classifier) and before ops with no N,H,W,C form. Element values are
 // not changed anywhere (the ReduceMean sums in another order).
+#include <algorithm>
 #include <set>
 
 #include "joule/ops/conv_util.h"
@@ -172,6 +174,14 @@ class Sinker {
         op.attrs["channels_last"] = int64_t{1};
         g_.opsets["joule"] = 1;
         moved.push_back(0);
+      } else if (spatial_mean(op) && transposed_type(producer(op.inputs[0]), false)) {
+        set_reduce_axes(op, {1, 2});
+        if (!op.attr_int("keepdims", 1)) {  // [N,C] either way: no Transpose after it
+          op.inputs[0] = producer(op.inputs[0])->inputs[0];
+          ++n;
+          continue;
+        }
+        moved.push_back(0);
       } else if (is_slice(op) && is_transpose(producer(op.inputs[0]), kToNchw) && slice_on_nhwc(op)) {
         moved.push_back(0);
       } else if (op.op_type == "Reshape" && op.domain.empty() && is_transpose(producer(op.inputs[0]), kToNchw)) {
@@ -240,6 +250,7 @@ class Sinker {
           } else if (is_transpose(&u, kToNhwc)) {
             linked.insert(c);
           } else if (((layout_free(u) || is_global_average_pool(u)) && u.outputs.size() == 1) || is_spatial_pool(u) ||
+                     (spatial_mean(u) && u.attr_int("keepdims", 1)) ||
                      ((is_inference_batch_norm(u) || is_slice(u)) && u.inputs[0] == v) || shuffle_step(u)) {
             todo.push_back(u.outputs[0]);
           }
@@ -364,12 +375,33 @@ class Sinker {
     op.op_type = "ReduceMean";
     op.attrs.clear();
     op.attrs["keepdims"] = int64_t{1};
-    const Ints axes{1, 2};
+    set_reduce_axes(op, {1, 2});
+  }
+
+  void set_reduce_axes(ir::Node& op, const Ints& axes) {
     if (g_.opset("") >= 18) {  // axes became an input
+      op.inputs.resize(1);
       op.inputs.push_back(int64_constant(op.name + "_axes", axes));
     } else {
       op.attrs["axes"] = axes;
     }
+  }
+
+  // A ReduceMean over H and W of a rank-4 tensor (MNASNet's head, x.mean([2, 3])): over axes
+  // 1, 2 of N,H,W,C. Without keepdims both give [N,C].
+  bool spatial_mean(const ir::Node& op) const {
+    if (!op.domain.empty() || op.op_type != "ReduceMean" || op.outputs.size() != 1 || op.inputs.empty()) return false;
+    Ints axes;
+    if (g_.opset("") >= 18) {
+      auto it = op.inputs.size() > 1 ? g_.initializers.find(op.inputs[1]) : g_.initializers.end();
+      if (it == g_.initializers.end() || it->second.rank() != 1) return false;
+      axes = it->second.to_int_vector();
+    } else {
+      axes = op.attr_ints("axes");
+    }
+    for (int64_t& a : axes) a = a < 0 ? a + 4 : a;
+    std::sort(axes.begin(), axes.end());
+    return axes == Ints{2, 3};
   }
 
   // A to-NCHW Transpose of a static float32 tensor (or int8/uint8 codes when `codes`: what a
