@@ -290,14 +290,17 @@ TEST(EltwiseKernels, TransposeConcatSliceMatchReference) {
     for (int64_t d = r(2, 5); d > 0; --d) shape.push_back(r(1, 9));
     if (i % 10 == 0) shape = {1, 64, 40, 40};  // large enough for two threads
     if (i % 10 == 5) shape = i == 15 ? Shape{1, 3, 224, 224} : Shape{r(1, 2), (i / 10) % 3 + 1, r(1, 20), r(16, 70)};
+    if (i % 10 == 7) shape = {r(1, 2), 3, r(1, 9), r(1, 70)};  // an image of bytes (int8/uint8 codes)
     const size_t rank = shape.size();
     std::vector<int64_t> perm(shape.size());
     for (size_t d = 0; d < perm.size(); ++d) perm[d] = static_cast<int64_t>(d);
     std::shuffle(perm.begin(), perm.end(), rng);
-    // Images of 1 to 3 channels made N,H,W,C (the interleaving path); one large enough to split.
-    const bool image = i % 10 == 5;
+    // Images of 1 to 3 channels made N,H,W,C (the interleaving path; bytes in 3 planes have a
+    // kernel of their own, widths below and above its 16 pixels); one large enough to split.
+    const bool image = i % 10 == 5 || i % 10 == 7;
     if (image) perm = {0, 2, 3, 1};
-    const DType t = types[(image ? i / 10 : i) % 4];  // images of codes and halves interleave too
+    // images of codes and halves interleave too
+    const DType t = i % 10 == 7 ? DType::UInt8 : types[(image ? i / 10 : i) % 4];
     const int threads = i % 10 == 0 || i == 15 ? 2 : 1;
     {
       GraphBuilder b;

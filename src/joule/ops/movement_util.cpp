@@ -1,13 +1,15 @@
 #include "joule/ops/movement_util.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <limits>
 #include <type_traits>
 
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
+#include <immintrin.h>
+
+#include "joule/core/cpu_features.h"
+#include "joule/ops/vec_math.h"
 
 namespace joule::ops::movement {
 
@@ -270,10 +272,41 @@ void interleave_rows(const float* src, float* dst, int64_t n, int64_t plane) {
     for (int k = 0; k < C; ++k) dst[i * C + k] = src[k * plane + i];
 }
 
+// Three planes of bytes interleaved (an image of 8-bit codes made N,H,W,C): 16 pixels, 48
+// output bytes, each output vector the OR of three byte shuffles (SSSE3, in the AVX2 build).
+JOULE_AVX2 void interleave3_bytes_avx2(const uint8_t* src, uint8_t* dst, int64_t n, int64_t plane) {
+  // masks[3 j + k]: where output vector j takes bytes of plane k (-128: none)
+  static const auto masks = [] {
+    std::array<std::array<int8_t, 16>, 9> m{};
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 3; ++k)
+        for (int t = 0; t < 16; ++t) {
+          const int b = 16 * j + t;
+          m[static_cast<size_t>(3 * j + k)][static_cast<size_t>(t)] = b % 3 == k ? static_cast<int8_t>(b / 3) : int8_t{-128};
+        }
+    return m;
+  }();
+  auto load = [](const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); };
+  const uint8_t *a = src, *b = src + plane, *c = src + 2 * plane;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m128i va = load(a + i), vb = load(b + i), vc = load(c + i);
+    for (size_t j = 0; j < 3; ++j) {
+      const __m128i o = _mm_or_si128(_mm_or_si128(_mm_shuffle_epi8(va, load(masks[3 * j].data())),
+                                                  _mm_shuffle_epi8(vb, load(masks[3 * j + 1].data()))),
+                                     _mm_shuffle_epi8(vc, load(masks[3 * j + 2].data())));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 3 * i + 16 * static_cast<int64_t>(j)), o);
+    }
+  }
+  for (; i < n; ++i)
+    for (int k = 0; k < 3; ++k) dst[i * 3 + k] = src[k * plane + i];
+}
+
 // Output rows [first, last) of a transpose whose output is [..., L, C] with C <= 3 taken from C
 // planes of L contiguous elements (`strides` as in tiled_transpose).
 // The same for 1-, 2- and 8-byte elements (an image of codes quantized before it is made
-// N,H,W,C): a plain loop, the channels unrolled.
+// N,H,W,C; three planes of bytes have their own kernel above): a plain loop, the channels
+// unrolled.
 template <class U, int C>
 void interleave_rows_any(const U* src, U* dst, int64_t n, int64_t plane) {
   for (int64_t i = 0; i < n; ++i)
@@ -296,6 +329,8 @@ void interleave_planes(const U* src, U* dst, const Shape& out_shape, const std::
       if (c == 1) interleave_rows<1>(src + in, o, n, plane);
       else if (c == 2) interleave_rows<2>(src + in, o, n, plane);
       else interleave_rows<3>(src + in, o, n, plane);
+    } else if (sizeof(U) == 1 && c == 3 && cpu_features().avx2_fma) {
+      interleave3_bytes_avx2(reinterpret_cast<const uint8_t*>(src + in), reinterpret_cast<uint8_t*>(o), n, plane);
     } else {
       if (c == 1) interleave_rows_any<U, 1>(src + in, o, n, plane);
       else if (c == 2) interleave_rows_any<U, 2>(src + in, o, n, plane);
