@@ -7,14 +7,16 @@
 //     exactly what it did. Integer QConv always; float32 Conv/FusedConv (a Conv becomes a
 //     FusedConv without epilogue) when it is chained through layout-free ops to another conv
 //     or to one of the model's own N,C,H,W <-> N,H,W,C permutes (ConvNeXt; alone it would gain
-//     nothing), and PassOptions::channels_last_conv wants the node — only the algorithms of channels_last_conv_algorithms() compute N,H,W,C, so the CLI wants it
-//     where the user's --algo choice for the node is one of them, or guess/auto and the
-//     estimates favour them on N,H,W,C over the N,C,H,W algorithms (depthwise and 1x1 convs,
-//     not Winograd's large 3x3 ones).
+//     nothing), and PassOptions::channels_last_conv wants the node — only the algorithms of
+//     channels_last_conv_algorithms() compute N,H,W,C, so the CLI wants it where the user's
+//     --algo choice for the node is one of them, or guess/auto and the estimates favour them
+//     on N,H,W,C over the N,C,H,W algorithms (depthwise and 1x1 convs, not Winograd's large
+//     3x3 ones).
 //  2. A to-NCHW Transpose sinks below layout-free ops: elementwise ops (ReLU, Clip, ...),
 //     per-tensor QuantizeLinear/DequantizeLinear, and Add/Sub/Mul/Div whose other operand is a
-//     to-NCHW Transpose too (broadcasting included: both are permuted alike) or a one-element
-//     constant. The op then runs on the N,H,W,C tensor and one Transpose follows it. A
+//     to-NCHW Transpose too (broadcasting included: both are permuted alike) or a constant (of
+//     rank 1 to 4, permuted alike into a new initializer: ConvNeXt's layer scale [C,1,1]). The
+//     op then runs on the N,H,W,C tensor and one Transpose follows it. A
 //     GlobalAveragePool becomes ReduceMean over H and W of the N,H,W,C tensor (squeeze-and-
 //     excitation blocks: the pooled [N,1,1,C] gate multiplies the N,H,W,C activations), and so
 //     does a ReduceMean over H and W (without keepdims, [N,C] needs no Transpose after it).
