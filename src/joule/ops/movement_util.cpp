@@ -318,6 +318,7 @@ void interleave_planes(const U* src, U* dst, const Shape& out_shape, const std::
                        int64_t first, int64_t last) {
   const size_t r = out_shape.size();
   const int64_t n = out_shape[r - 2], c = out_shape[r - 1], plane = strides[r - 1];
+  const bool bytes3 = sizeof(U) == 1 && c == 3 && cpu_features().avx2_fma;
   for (int64_t b = first; b < last; ++b) {
     int64_t in = 0;
     for (size_t d = r - 2, rest = static_cast<size_t>(b); d-- > 0;) {
@@ -329,7 +330,7 @@ void interleave_planes(const U* src, U* dst, const Shape& out_shape, const std::
       if (c == 1) interleave_rows<1>(src + in, o, n, plane);
       else if (c == 2) interleave_rows<2>(src + in, o, n, plane);
       else interleave_rows<3>(src + in, o, n, plane);
-    } else if (sizeof(U) == 1 && c == 3 && cpu_features().avx2_fma) {
+    } else if (bytes3) {
       interleave3_bytes_avx2(reinterpret_cast<const uint8_t*>(src + in), reinterpret_cast<uint8_t*>(o), n, plane);
     } else {
       if (c == 1) interleave_rows_any<U, 1>(src + in, o, n, plane);

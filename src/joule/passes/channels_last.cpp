@@ -429,18 +429,20 @@ class Sinker {
   // broadcast against an N,C,H,W tensor, it is permuted with it (leading 1s added first).
   bool permutable_constant(const std::string& v) const {
     auto it = g_.initializers.find(v);
-    return it != g_.initializers.end() && it->second.rank() >= 1 && it->second.rank() <= 4 && it->second.is_tensor();
+    return it != g_.initializers.end() && it->second.rank() >= 1 && it->second.rank() <= 4;
   }
 
-  // The constant `v` as a new initializer of rank 4 in N,H,W,C order; returns its name.
+  // The constant `v` as a new initializer of rank 4 in N,H,W,C order (made once, however many
+  // ops read it); returns its name.
   std::string constant_on_nhwc(const std::string& v) {
+    if (auto it = nhwc_of_constant_.find(v); it != nhwc_of_constant_.end()) return it->second;
     const Tensor& c = g_.initializers.at(v);
     Shape s(static_cast<size_t>(4 - c.rank()), 1);
     s.insert(s.end(), c.shape().begin(), c.shape().end());
     const std::string name = g_.unique_name(v + "_nhwc");
     g_.initializers[name] = ops::movement::transpose_tensor(c.reshaped(s), kToNhwc);
     g_.types[name] = ir::TensorType::of(c.dtype(), g_.initializers[name].shape());
-    return name;
+    return nhwc_of_constant_[v] = name;
   }
 
   // Does `op` compute the same on N,H,W,C inputs? `moved` gets its to-NCHW transpose inputs,
@@ -463,10 +465,11 @@ class Sinker {
         if (!t || !t->is_static()) return false;
         // Both operands permuted alike (both rank 4): broadcasting is unchanged.
         moved->push_back(k);
-      } else if (binary && !one_element_constant(v) && permutable_constant(v)) {
-        constants->push_back(k);
-      } else if (!(binary && one_element_constant(v))) {
+      } else if (!binary) {
         return false;
+      } else if (!one_element_constant(v)) {  // (one element broadcasts alike in any layout)
+        if (!permutable_constant(v)) return false;
+        constants->push_back(k);
       }
     }
     return !moved->empty();
@@ -495,7 +498,8 @@ class Sinker {
 
   ir::Graph& g_;
   std::unordered_map<std::string, size_t> producers_;
-  std::unordered_map<std::string, std::string> nhwc_of_;  // tensor -> its to-NHWC Transpose
+  std::unordered_map<std::string, std::string> nhwc_of_;           // tensor -> its to-NHWC Transpose
+  std::unordered_map<std::string, std::string> nhwc_of_constant_;  // constant -> its permuted copy
 };
 
 }  // namespace
