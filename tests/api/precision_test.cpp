@@ -8,6 +8,7 @@
 #include "joule/core/cpu_features.h"
 #include "joule/quant/sensitivity.h"
 #include "joule/runtime/inputs.h"
+#include "graph_builder.h"
 
 namespace api = joule::api;
 using joule::Error;
@@ -84,6 +85,31 @@ TEST(Precision, Bf16LayersAreCheckedAgainstFloat32AndTheLadderKeepsLowOnesThere)
   EXPECT_EQ(unchecked.precision.bf16_layers(), r.bf16_layers());
   for (const api::LayerPrecision& l : unchecked.precision.layers) EXPECT_TRUE(std::isnan(l.sqnr_db)) << l.node;
   EXPECT_NE(unchecked.precision.summary().find("no SQNR check"), std::string::npos);
+}
+
+// With AMX tiles (and the OS granting them) oneDNN's bf16 convolution runs 3-5x the AVX512-BF16
+// rate on dense layers, so `guess` ranks it ahead of joule's bf16 Winograd (which it chose for
+// ResNet's 3x3 layers, 64 channels at 56x56, before the estimate knew AMX).
+TEST(Precision, AmxPutsTheDenseConvolutionsOnOnednnBf16) {
+  if (!joule::cpu_features().amx_bf16) GTEST_SKIP() << "no AMX-BF16 tiles usable here";
+  const std::map<std::string, joule::ir::Attribute> pad = {{"pads", std::vector<int64_t>{1, 1, 1, 1}}};
+  joule::testing::GraphBuilder b;
+  b.input("x", joule::DType::Float32, {1, 64, 56, 56})
+      .init("w1", joule::testing::iota_tensor({64, 64, 3, 3}, -0.5f, 1.0f / 36864))
+      .init("w2", joule::testing::iota_tensor({64, 64, 3, 3}, 0.5f, -1.0f / 36864))
+      .node("Conv", {"x", "w1"}, {"c1"}, pad)
+      .node("Relu", {"c1"}, {"r1"})
+      .node("Conv", {"r1", "w2"}, {"y"}, pad)
+      .output("y");
+  api::Prepared p = api::prepare(api::Model(b.build()), bf16(0));
+  size_t convs = 0;
+  for (size_t i = 0; i < p.session->num_steps(); ++i) {
+    const joule::ir::Node& n = p.session->step_node(i);
+    if (n.op_type != "Conv" && n.op_type != "FusedConv") continue;
+    ++convs;
+    EXPECT_EQ(n.meta["software"].value("algorithm", ""), "onednn_bf16") << n.name;
+  }
+  EXPECT_EQ(convs, 2u);
 }
 
 // The ladder's middle rung: a layer on winograd_bf16 (F(4x4)) below the threshold moves to

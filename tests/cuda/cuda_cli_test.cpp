@@ -2,9 +2,11 @@
 // without a GPU (or a plan placed on it with one).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_util.h"
+#include "joule/core/cpu_features.h"
 #include "joule/cuda/backend.h"
 
 namespace joule {
@@ -22,6 +24,12 @@ TEST(CudaCli, DevicesListsTheCpuAndTheGpusOrWhyNone) {
   ASSERT_EQ(r.code, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["cpu"]["device"], "cpu");
+  // The features the kernel choices depend on, as cpu_features() detected them.
+  const auto& f = j["cpu"]["features"];
+  ASSERT_TRUE(f.is_array()) << r.out;
+  auto listed = [&](const char* name) { return std::find(f.begin(), f.end(), name) != f.end(); };
+  EXPECT_EQ(listed("avx512"), joule::cpu_features().avx512) << r.out;
+  EXPECT_EQ(listed("amx_bf16"), joule::cpu_features().amx_bf16) << r.out;
   EXPECT_EQ(j["cuda_built"].get<bool>(), cuda::built());
   ASSERT_TRUE(j["gpus"].is_array());
   if (j["gpus"].empty()) {

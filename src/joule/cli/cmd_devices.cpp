@@ -2,8 +2,12 @@
 // built in, and why a GPU cannot be used when one cannot.
 #include <fmt/format.h>
 
+#include <fmt/ranges.h>
+
 #include <nlohmann/json.hpp>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "joule/cli/commands.h"
 #include "joule/core/cpu_features.h"
@@ -17,8 +21,16 @@ Action add_devices(CLI::App& app) {
   return [format]() {
     const CpuFeatures& cpu = cpu_features();
     const cuda::DeviceList l = cuda::list_devices();
+    // What the kernel choices depend on: AMX only where the OS grants this process the tiles.
+    std::vector<std::string> features;
+    if (cpu.avx2_fma) features.push_back("avx2_fma");
+    if (cpu.avx512) features.push_back("avx512");
+    if (cpu.int8_dot) features.push_back("int8_dot");
+    if (cpu.avx512_bf16) features.push_back("avx512_bf16");
+    if (cpu.amx_bf16) features.push_back("amx_bf16");
     nlohmann::json j;
-    j["cpu"] = {{"device", "cpu"}, {"model", cpu.model}, {"isa", cpu.isa}, {"threads", std::thread::hardware_concurrency()}};
+    j["cpu"] = {{"device", "cpu"},   {"model", cpu.model},       {"isa", cpu.isa},
+                {"features", features}, {"threads", std::thread::hardware_concurrency()}};
     j["cuda_built"] = l.cuda_built;
     j["gpus"] = nlohmann::json::array();
     for (const cuda::GpuInfo& g : l.gpus)
@@ -42,7 +54,9 @@ Action add_devices(CLI::App& app) {
       fmt::print("{}\n", j.dump(2));
       return 0;
     }
-    fmt::print("cpu      {} [{}], {} hardware threads\n", cpu.model, cpu.isa, std::thread::hardware_concurrency());
+    fmt::print("cpu      {} [{}{}: {}], {} hardware threads\n", cpu.model, cpu.isa,
+               cpu.cap_source.empty() ? "" : " by " + cpu.cap_source, fmt::join(features, ", "),
+               std::thread::hardware_concurrency());
     fmt::print("CUDA     {}\n", l.cuda_built ? fmt::format("built in (runtime {}, cuDNN {}{}{})", l.runtime_version, l.cudnn_version,
                                                              l.cublas_version.empty() ? "" : ", cuBLAS " + l.cublas_version,
                                                              l.driver_version.empty() ? "" : ", driver supports " + l.driver_version)

@@ -1,6 +1,8 @@
 #include "joule/core/cpu_features.h"
 
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -10,6 +12,17 @@
 namespace joule {
 
 namespace {
+// Linux (5.16+) gives a process the AMX tile state only on request (what oneDNN does before its
+// AMX kernels run); a kernel that refuses it, or predates it, leaves AMX unusable whatever CPUID says.
+bool amx_permitted() {
+#if defined(__linux__) && defined(SYS_arch_prctl)
+  constexpr int kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
+
 CpuFeatures detect() {
   CpuFeatures f;
   __builtin_cpu_init();
@@ -20,6 +33,7 @@ CpuFeatures detect() {
   unsigned ea = 0, eb = 0, ec = 0, ed = 0;
   if (f.avx512 && __get_cpuid_count(7, 1, &ea, &eb, &ec, &ed)) f.avx512_bf16 = (ea >> 5) & 1;  // leaf 7.1 EAX[5]
   if (f.avx512 && __get_cpuid_count(7, 0, &ea, &eb, &ec, &ed)) f.amx_bf16 = (ed >> 22) & 1;    // leaf 7.0 EDX[22]
+  if (f.amx_bf16) f.amx_bf16 = amx_permitted();
   f.int8_dot = f.avx512_vnni;
   if (__get_cpuid_count(7, 1, &ea, &eb, &ec, &ed)) f.int8_dot = f.int8_dot || ((ea >> 4) & 1);  // AVX-VNNI: leaf 7.1 EAX[4]
   if (const char* cap = std::getenv("JOULE_ISA"); cap && *cap) {

@@ -11,7 +11,7 @@ struct CpuFeatures {
   bool avx512 = false;       // avx512f + bw + vl + dq
   bool avx512_vnni = false;
   bool avx512_bf16 = false;  // VDPBF16PS (Zen 4+, Cooper Lake, Sapphire Rapids)
-  bool amx_bf16 = false;     // AMX tiles with BF16 (Sapphire Rapids+)
+  bool amx_bf16 = false;     // AMX tiles with BF16 (Sapphire Rapids+), and the OS lets this process use them
   // 8-bit dot products with 32-bit sums (AVX512-VNNI or AVX-VNNI), as the hardware has them:
   // not capped by JOULE_ISA, because oneDNN dispatches on the hardware, not on joule's cap.
   bool int8_dot = false;
