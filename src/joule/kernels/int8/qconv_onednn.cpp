@@ -21,8 +21,28 @@ using tag = memory::format_tag;
 using dt = memory::data_type;
 
 
+// Whether oneDNN's implementation `impl` is worth taking for the shape: true for every kernel but
+// the AMX ones, which pay on large reductions only. Measured per layer at 1 thread against the
+// AVX512-VNNI kernels (ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16) on seven W8A8 CNNs (Intel, AMX-INT8,
+// 2026-11-29, 311 layers): the brgemm kernels (brgconv, brgconv_1x1) take 0.3-0.6x the VNNI time
+// on ResNet-50's and DenseNet-121's layers, but 1.5-5x on single-pixel layers (squeeze-and-
+// excitation) and on narrow outputs with short reductions (MobileNetV2's 144 -> 24 1x1: 1.8x);
+// the older AMX kernels (jit, jit_1x1), which oneDNN picks for most inverted-bottleneck 1x1s,
+// take 1.5-13x (EfficientNet-B0's 16 -> 96 1x1 with SiLU at 112x112: 1.65 against 0.8 ms), and
+// pay only on large layers with a reduction of 64 or more (the 7x7 stem on 3 channels: 0.6x).
+// With this choice EfficientNet-B0's convolutions sum to 5.0 ms, against 7.6 with oneDNN's first
+// choice and 5.1 with no AMX, and ResNet-50's keep all of AMX's gain (3.9 against 7.0 ms).
+bool amx_pays(const std::string& impl, const ConvShape& s) {
+  if (impl.find("amx") == std::string::npos) return true;
+  const int64_t pixels = s.n * s.oh * s.ow, reduction = s.cg() * s.kh * s.kw;
+  if (pixels < 16) return false;
+  if (impl.rfind("brg", 0) == 0) return s.m >= 64 || reduction >= 256;
+  return reduction >= 64 && s.macs() >= 16e6;
+}
+
 // The primitive descriptor for the problem (throws dnnl::error when oneDNN has no
-// implementation; some grouped shapes with a swish post-op fail only when the primitive is made).
+// implementation; some grouped shapes with a swish post-op fail only when the primitive is made):
+// oneDNN's first implementation, or the next one when that is an AMX kernel that does not pay.
 dnnl::convolution_forward::primitive_desc primitive_desc(const QConvProblem& p) {
   const ConvShape& s = p.s;
   const Int8Params& q = p.q;
@@ -37,7 +57,13 @@ dnnl::convolution_forward::primitive_desc primitive_desc(const QConvProblem& p) 
       memory::desc(dst_dims, dst_t, tag::any), {s.stride_h, s.stride_w}, {s.dil_h - 1, s.dil_w - 1},
       {s.pad_top, s.pad_left}, {onednn_pad_end(s.h, s.oh, s.kh, s.stride_h, s.dil_h, s.pad_top),
                                 onednn_pad_end(s.w, s.ow, s.kw, s.stride_w, s.dil_w, s.pad_left)});
-  return dnnl::convolution_forward::primitive_desc(d, onednn_int8_attr(q), onednn_engine());
+  auto make = [&] { return dnnl::convolution_forward::primitive_desc(d, onednn_int8_attr(q), onednn_engine()); };
+  dnnl::convolution_forward::primitive_desc first = make();
+  if (amx_pays(first.impl_info_str(), s)) return first;
+  dnnl::convolution_forward::primitive_desc next = make();  // the first stays as it is if no other one pays
+  while (next.next_impl())
+    if (amx_pays(next.impl_info_str(), s)) return next;
+  return first;
 }
 
 class OnednnQConv : public Kernel {
