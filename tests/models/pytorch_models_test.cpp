@@ -106,7 +106,13 @@ TEST_P(PyTorchModel, Int8SimulationIsTheIntegerPlan) {
   EXPECT_EQ(r.first_difference, "");
   EXPECT_EQ(r.min_within_one, 1.0);
   ASSERT_FALSE(r.outputs.empty());
-  EXPECT_TRUE(std::isinf(r.output_sqnr_db)) << r.output_sqnr_db << " dB";
+  // Identical outputs; on AMX, oneDNN's int8 matmul (the classifier) rounds its float output in
+  // another order (Int8Kernels.QMatMulOnednnAndEmulatedMatchReference): last bits only.
+  if (cpu_features().amx_bf16 && !std::isinf(r.output_sqnr_db)) {
+    EXPECT_GT(r.output_sqnr_db, 120) << r.output_sqnr_db << " dB";
+  } else {
+    EXPECT_TRUE(std::isinf(r.output_sqnr_db)) << r.output_sqnr_db << " dB";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Torchvision, PyTorchModel,
