@@ -64,9 +64,9 @@ class OnednnConv : public ConvKernel {
     attr.set_post_ops(po);
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     pd_ = dnnl::convolution_forward::primitive_desc(cd, attr, eng);
-    // oneDNN 2.6's AMX bf16 kernel (brgconv:avx512_core_amx_bf16) crashes on a strided layer
+    // oneDNN 2.6's AMX bf16 kernel (brgconv:avx512_core_amx_bf16) crashed on a strided layer
     // whose pad is as large as the kernel (rows of output wholly in the padding; e.g. 13 -> 16
-    // channels, 2x3 kernel, stride 2, bottom pad 2): such shapes take the next implementation.
+    // channels, 2x3 kernel, stride 2, bottom pad 2): every layer with such a pad takes the next one.
     const bool pad_covers_kernel =
         std::max(s.pad_top, onednn_pad_end(s.h, s.oh, s.kh, s.stride_h, s.dil_h, s.pad_top)) >= (s.kh - 1) * s.dil_h + 1 ||
         std::max(s.pad_left, onednn_pad_end(s.w, s.ow, s.kw, s.stride_w, s.dil_w, s.pad_left)) >= (s.kw - 1) * s.dil_w + 1;
