@@ -1,7 +1,8 @@
 // Gemm, MatMul and joule FusedMatMul fast algorithms against the reference kernels: transposes,
 // alpha/beta, every broadcast of C, batched MatMul with broadcasting and 1-D operands, every
-// epilogue (bias, residual, activation incl. GELU), threads 1 and 2. The bf16 kernel (onednn_bf16,
-// on a constant B, where the CPU has AVX512-BF16 or AMX) within bfloat16's rounding.
+// epilogue (bias, residual, activation incl. GELU), threads 1 and 2. The bf16 kernels (onednn_bf16
+// on a constant B, onednn_bf16_rt on two computed operands, where the CPU has AVX512-BF16 or AMX)
+// within bfloat16's rounding.
 #include <fmt/core.h>
 
 #include "joule/core/cpu_features.h"
@@ -20,6 +21,7 @@ using testing::GraphBuilder;
 // Clip bounds the output below the sums it rounds), where
 // a wrong layout, transpose or epilogue errs by its whole size.
 int small_m_runs = 0;  // products the small_m kernel computed in expect_match
+int bf16_rt_runs = 0;  // and the onednn_bf16_rt kernel
 
 void expect_match(const ir::Graph& g, const runtime::TensorMap& in, int threads, const std::string& what,
                   bool packed) {
@@ -32,6 +34,16 @@ void expect_match(const ir::Graph& g, const runtime::TensorMap& in, int threads,
     ASSERT_EQ(got.algorithm, algo) << what;
     EXPECT_LE(testing::rel_error(got.out.at("y"), want.out.at("y")), algo == "onednn_bf16" ? 3e-2 : 1e-5)
         << algo << " " << what;
+  }
+  // onednn_bf16_rt: MatMul with both operands converted to bfloat16 at every run, where the
+  // batches do not broadcast (elsewhere the rule falls back to the reference).
+  const std::string& op = g.nodes.back()->op_type;
+  if ((op == "MatMul" || op == "FusedMatMul") && bf16_unsupported_reason().empty()) {
+    const auto rt = testing::run_with_algo(g, in, {"op=onednn_bf16_rt,reference"}, "op", threads);
+    if (rt.algorithm == "onednn_bf16_rt") {
+      ++bf16_rt_runs;
+      EXPECT_LE(testing::rel_error(rt.out.at("y"), want.out.at("y")), 3e-2) << "onednn_bf16_rt " << what;
+    }
   }
   // small_m takes 2 to 16 rows of A (on AVX2 + FMA); elsewhere the rule falls back.
   const auto got = testing::run_with_algo(g, in, {"op=small_m,reference"}, "op", threads);
@@ -104,7 +116,7 @@ TEST(MatMulAlgorithms, BatchedBroadcastAnd1D) {
       {{1, 64, 96}, {96, 384}}, {{3, 197, 64}, {3, 64, 197}}, {{8}, {8}},
   };
   uint32_t seed = 1;
-  for (auto& [as, bs] : cases)
+  for (auto& [as, bs] : cases) {
     for (int threads : {1, 2}) {
       for (bool weight : {false, true}) {
         GraphBuilder b;
@@ -122,6 +134,10 @@ TEST(MatMulAlgorithms, BatchedBroadcastAnd1D) {
                      weight && bs.size() == 2);
       }
     }
+  }
+  if (bf16_unsupported_reason().empty()) {
+    EXPECT_GE(bf16_rt_runs, 20);  // all but the broadcast batches
+  }
 }
 
 TEST(MatMulAlgorithms, FusedMatMulEpilogues) {

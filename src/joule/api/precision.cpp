@@ -16,15 +16,16 @@ namespace joule::api {
 namespace {
 
 // The algorithms computing in bfloat16, ranked with the float32 ones under --precision bf16.
-const std::vector<std::string> kBf16 = {"onednn_bf16", "winograd_bf16", "winograd_f2_bf16"};
+const std::vector<std::string> kBf16 = {"onednn_bf16", "onednn_bf16_rt", "winograd_bf16", "winograd_f2_bf16"};
 
 bool is_bf16_algorithm(const std::string& a) {
   return std::find(kBf16.begin(), kBf16.end(), a) != kBf16.end();
 }
 
 // The float32 algorithm computing what a bf16 one computes, in float32: the same primitive
-// (onednn), the same transforms (winograd).
+// (onednn), the same transforms (winograd); for both operands converted, oneDNN's sgemm.
 const kernels::Algorithm* fp32_twin(const std::string& op_class, const std::string& algorithm) {
+  if (algorithm == "onednn_bf16_rt") return kernels::find_algorithm(op_class, "onednn");
   if (op_class != "conv") return kernels::find_algorithm(op_class, "onednn_packed");
   return kernels::find_algorithm(op_class, algorithm.substr(0, algorithm.size() - 5));  // less "_bf16"
 }

@@ -19,6 +19,7 @@ extern const Algorithm kConvGrouped;
 extern const Algorithm kConvImplicitNhwc;
 extern const Algorithm kGemmOnednnBf16;
 extern const Algorithm kMatMulOnednnBf16;
+extern const Algorithm kMatMulOnednnBf16Rt;
 extern const Algorithm kGemmBlas;
 extern const Algorithm kMatMulBlas;
 extern const Algorithm kGemmOnednn;
@@ -54,7 +55,7 @@ bool is_recurrent(const ir::Node& n);  // kernels/recurrent/recurrent.cpp
 const std::vector<const Algorithm*>& all_algorithms() {
   static const std::vector<const Algorithm*> all = [] {
     std::vector<const Algorithm*> r = {&kConvDirect, &kConvIm2colGemm, &kConvImplicitGemm, &kConvFft, &kConvWinograd, &kConvWinogradF2, &kConvOnednn, &kConvOnednnBf16, &kConvWinogradBf16, &kConvWinogradF2Bf16, &kConvGrouped, &kConvImplicitNhwc,
-                                                     &kGemmOnednnPacked, &kGemmOnednn, &kGemmBlas, &kGemmSmallM, &kGemmOnednnBf16, &kMatMulOnednnPacked, &kMatMulOnednn, &kMatMulBlas, &kMatMulSmallM, &kMatMulOnednnBf16,
+                                                     &kGemmOnednnPacked, &kGemmOnednn, &kGemmBlas, &kGemmSmallM, &kGemmOnednnBf16, &kMatMulOnednnPacked, &kMatMulOnednn, &kMatMulBlas, &kMatMulSmallM, &kMatMulOnednnBf16, &kMatMulOnednnBf16Rt,
                                                      &kQConvOnednnInt8, &kQMatMulOnednnInt8, &kQMatMulAvx2Int8, &kQConvEmulated, &kQMatMulEmulated, &kConvGradDataOnednn,
                                                      &kConvGradWeightOnednn, &kUnarySimd, &kBinarySimd, &kPoolSimd, &kTransposeTiled, &kConcatCopy, &kSliceCopy,
                                                      &kSoftmaxSimd, &kLayerNormSimd, &kBatchNormSimd, &kRecurrentFused, &kRoiAlignChannels, &kConvTransposeGemm, &kQuantizeSimd, &kGatherCopy, &kViewAlias};

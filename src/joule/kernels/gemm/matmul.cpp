@@ -1,8 +1,14 @@
 // MatMul (numpy semantics, batch broadcasting) and joule's FusedMatMul through SGEMM (OpenBLAS or
 // oneDNN). Batches whose B is the same matrix (a weight shared by every row of A) are merged into
 // one tall GEMM. FusedMatMul's bias and residual are written into Y first (beta = 1), its
-// activation is one pass afterwards.
+// activation is one pass afterwards. Algorithm onednn_bf16_rt (on request: --precision bf16) is
+// oneDNN's matmul primitive on both operands converted to bfloat16 at every run (attention's
+// Q.K^T and weights.V, whose B is computed), float32 sums and output.
+#include <dnnl.hpp>
+
+#include "joule/core/cpu_features.h"
 #include "joule/kernels/algorithm.h"
+#include "joule/kernels/conv/onednn.h"
 #include "joule/kernels/gemm/matmul_epilogue.h"
 #include "joule/kernels/gemm/sgemm.h"
 #include "joule/ops/util.h"
@@ -110,7 +116,118 @@ std::unique_ptr<Kernel> prepare(const NodeView& v) {
   return std::make_unique<BlasMatMul>(B, std::move(p));
 }
 
+// ---- onednn_bf16_rt: both operands in bfloat16, converted at every run
+using dnnl::memory;
+using dt = memory::data_type;
+using tag = memory::format_tag;
+
+// One product, or a batch whose operands follow each other in memory (no broadcast).
+bool regular_batches(const MatMulPlan& p) {
+  const int64_t nb = static_cast<int64_t>(p.a_off.size());
+  if (p.merged || nb == 1) return true;
+  for (int64_t t = 0; t < nb; ++t)
+    if (p.a_off[static_cast<size_t>(t)] != t * p.M * p.K || p.b_off[static_cast<size_t>(t)] != t * p.K * p.N) return false;
+  return true;
+}
+
+class Bf16MatMul : public Kernel {
+ public:
+  Bf16MatMul(MatMulPlan p, int threads) : p_(std::move(p)), stream_(onednn_engine()) {
+    onednn_set_threads(threads);
+    const auto& eng = onednn_engine();
+    const int64_t nb = static_cast<int64_t>(p_.a_off.size());
+    const bool flat = p_.merged || nb == 1;
+    const int64_t rows = p_.M * (p_.merged ? nb : 1);
+    const memory::dims ad = flat ? memory::dims{rows, p_.K} : memory::dims{nb, p_.M, p_.K};
+    const memory::dims bd = flat ? memory::dims{p_.K, p_.N} : memory::dims{nb, p_.K, p_.N};
+    const memory::dims yd = flat ? memory::dims{rows, p_.N} : memory::dims{nb, p_.M, p_.N};
+    const tag t = flat ? tag::ab : tag::abc;
+    a32_ = memory({ad, dt::f32, t}, eng, DNNL_MEMORY_NONE);
+    b32_ = memory({bd, dt::f32, t}, eng, DNNL_MEMORY_NONE);
+    a16_ = memory({ad, dt::bf16, t}, eng);
+    b16_ = memory({bd, dt::bf16, t}, eng);
+    y_ = memory({yd, dt::f32, t}, eng, DNNL_MEMORY_NONE);
+    dnnl::primitive_attr attr;
+    if (p_.ep.bias || p_.ep.residual) {  // prefilled into Y: the sum post-op adds the product
+      dnnl::post_ops po;
+      po.append_sum(1.f);
+      attr.set_post_ops(po);
+    }
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    pd_ = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a16_.get_desc(), b16_.get_desc(), y_.get_desc()), attr, eng);
+    prim_ = dnnl::matmul(pd_);
+    convert_a_ = dnnl::reorder(a32_, a16_);
+    convert_b_ = dnnl::reorder(b32_, b16_);
+    args_ = {{DNNL_ARG_SRC, a16_}, {DNNL_ARG_WEIGHTS, b16_}, {DNNL_ARG_DST, y_},
+             {DNNL_ARG_SCRATCHPAD, memory(pd_.scratchpad_desc(), eng)}};
+  }
+
+  void run(ops::KernelContext& k) const override {
+    const Tensor& A = k.in(0);
+    const Tensor& B = k.in(1);
+    if (A.shape() != p_.a || B.shape() != p_.b || A.dtype() != DType::Float32 || B.dtype() != DType::Float32)
+      fail(k.node.where() + ": inputs " + A.describe() + ", " + B.describe() + " differ from the plan");
+    Tensor& Y = k.output(0, DType::Float32, p_.y);
+    const int64_t nb = static_cast<int64_t>(p_.a_off.size());
+    if (p_.ep.bias || p_.ep.residual)
+      matmul_prefill(Y.data<float>(), p_.ep.bias ? k.in(2).data<float>() : nullptr,
+                     p_.ep.residual ? k.in(3).data<float>() : nullptr, nb * p_.M, p_.N);
+    onednn_set_threads(k.pool->threads());
+    a32_.set_data_handle(const_cast<float*>(A.data<float>()));
+    b32_.set_data_handle(const_cast<float*>(B.data<float>()));
+    y_.set_data_handle(Y.data<float>());
+    convert_a_.execute(stream_, a32_, a16_);
+    convert_b_.execute(stream_, b32_, b16_);
+    prim_.execute(stream_, args_);
+    stream_.wait();
+    matmul_activate(p_.ep, Y.data<float>(), nb * p_.M * p_.N, *k.pool);
+  }
+
+  std::string detail() const override { return pd_.impl_info_str(); }
+
+ private:
+  MatMulPlan p_;
+  mutable dnnl::stream stream_;
+  mutable memory a32_, b32_, a16_, b16_, y_;
+  dnnl::matmul::primitive_desc pd_;
+  dnnl::matmul prim_;
+  dnnl::reorder convert_a_, convert_b_;
+  std::unordered_map<int, memory> args_;
+};
+
+std::string bf16_supports(const NodeView& v) {
+  if (std::string r = bf16_unsupported_reason(); !r.empty()) return r;
+  MatMulPlan p;
+  if (std::string r = read(v, &p); !r.empty()) return r;
+  return regular_batches(p) ? "" : "batches broadcast one operand";
+}
+
+// The products at the bf16 rate (AMX: 4x sgemm's, as the packed bf16 matmul; AVX512-BF16: 2x),
+// plus the conversion of both operands (4 bytes read, 2 written per element) at every run.
+double bf16_estimate_ms(const NodeView& v) {
+  MatMulPlan p;
+  read(v, &p);
+  const double nb = static_cast<double>(p.a_off.size());
+  const double outputs = nb * p.M * p.N, speedup = cpu_features().amx_bf16 ? 4.0 : 2.0;
+  const int64_t rows = p.merged ? static_cast<int64_t>(nb) * p.M : p.M;
+  const double converted = nb * p.M * p.K + (p.merged ? 1.0 : nb) * p.K * p.N;
+  return sgemm_estimate_ms(Blas::kOnednn, 2.0 * outputs * p.K / speedup, v.threads, 0.0, rows, p.N) +
+         6.0 * converted / (20e9 * v.threads) * 1e3 + matmul_epilogue_ms(p.ep, outputs, v.threads);
+}
+
+std::unique_ptr<Kernel> bf16_prepare(const NodeView& v) {
+  MatMulPlan p;
+  read(v, &p);
+  return make_onednn_kernel<Bf16MatMul>(v.node.where() + ": ", "bf16 matmul", std::move(p), v.threads);
+}
+
 }  // namespace
+
+extern const Algorithm kMatMulOnednnBf16Rt;
+const Algorithm kMatMulOnednnBf16Rt{"matmul", "onednn_bf16_rt",
+                                    "oneDNN matmul with both operands converted to bfloat16 at every run (float32 sums "
+                                    "and output; --precision bf16)",
+                                    bf16_supports, bf16_estimate_ms, bf16_prepare, /*on_request_only=*/true};
 
 extern const Algorithm kMatMulBlas;
 const Algorithm kMatMulBlas{"matmul", "blas", "OpenBLAS SGEMM on the engine's pool (batched)", supports,
