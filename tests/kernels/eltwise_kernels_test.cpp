@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <random>
 
 #include "graph_builder.h"
 #include "kernel_test_util.h"
@@ -696,4 +697,51 @@ TEST(EltwiseKernels, RoiAlignChannelsMatchesReference) {
 }
 
 }  // namespace
+}  // namespace joule
+
+namespace joule {
+
+// joule LookupTable: the permute kernel (AVX-512 VBMI, or its byte loop) against the reference
+// on every length up to a few vectors and one split over two threads, uint8 and int8 codes on
+// both sides (an int8 code c reads entry uint8(c)); malformed tables refused in one line.
+TEST(EltwiseKernels, LookupTablePermuteMatchesReference) {
+  std::mt19937 rng(5);
+  for (DType in_t : {DType::UInt8, DType::Int8})
+    for (DType out_t : {DType::UInt8, DType::Int8}) {
+      std::vector<int64_t> table(256);
+      for (auto& v : table) v = out_t == DType::UInt8 ? rng() % 256 : static_cast<int64_t>(rng() % 256) - 128;
+      for (int64_t n : {1, 7, 63, 64, 65, 200, 257, 100003}) {
+        testing::GraphBuilder b;
+        b.input("x", in_t, {n}).node("LookupTable", {"x"}, {"y"}, {{"table", table}, {"to", int64_t{dtype_to_onnx(out_t)}}}, "op").output("y");
+        ir::Graph g = b.build();
+        g.nodes.back()->domain = "joule";
+        g.opsets["joule"] = 1;
+        Tensor x(in_t, {n});
+        for (int64_t i = 0; i < n; ++i) static_cast<uint8_t*>(x.raw())[i] = static_cast<uint8_t>(rng());
+        const auto want = testing::run_with_algo(g, {{"x", x}}, {"reference"}, "op");
+        for (int threads : {1, 2}) {
+          const auto got = testing::run_with_algo(g, {{"x", x}}, {"lookup=permute"}, "op", threads);
+          ASSERT_EQ(got.algorithm, "permute");
+          const Tensor &a = got.out.at("y"), &w = want.out.at("y");
+          ASSERT_EQ(a.dtype(), out_t);
+          ASSERT_EQ(a.nbytes(), w.nbytes());
+          EXPECT_EQ(std::memcmp(a.raw(), w.raw(), a.nbytes()), 0) << n << " threads " << threads;
+          for (int64_t i = 0; i < n; i += 97)
+            ASSERT_EQ(a.value_as_int(i), table[static_cast<uint8_t*>(x.raw())[i]]) << i;
+        }
+      }
+    }
+  testing::GraphBuilder b;
+  b.input("x", DType::UInt8, {4}).node("LookupTable", {"x"}, {"y"}, {{"table", std::vector<int64_t>(255, 0)}, {"to", int64_t{2}}}, "op").output("y");
+  ir::Graph g = b.build();
+  g.nodes.back()->domain = "joule";
+  g.opsets["joule"] = 1;
+  try {
+    runtime::Session s(g);
+    FAIL() << "a 255-entry table accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("has 255 entries, not 256"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace joule

@@ -223,6 +223,68 @@ TEST(LowerInt8, SwishGatesMoveIntoTheIntegerConv) {
   expect_agree(sim, low, random_inputs(3, 70), 0.05);
 }
 
+// The same network with the convolutions' outputs quantized too (examples/quant/
+// w8a8_act_tables.yaml): each gated activation then sits between two quantization points and
+// becomes a LookupTable of the QConv's codes, whose entries are the QDQ model's own float32
+// arithmetic: every code equal to the simulation's run on the reference kernels, NaN-free or not.
+TEST(LowerInt8, ActivationsBetweenQuantizationPointsBecomeTables) {
+  GraphBuilder b;
+  b.input("x", DType::Float32, {2, 3, 12, 12})
+      .init("w1", random_tensor({8, 3, 3, 3}, 1, -0.5f, 0.5f))
+      .init("w2", random_tensor({8, 8, 1, 1}, 2, -0.5f, 0.5f))
+      .init("w3", random_tensor({4, 8, 1, 1}, 4, -0.5f, 0.5f))
+      .node("Conv", {"x", "w1"}, {"c1"}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}})
+      .node("Sigmoid", {"c1"}, {"g1"})
+      .node("Mul", {"c1", "g1"}, {"a1"})
+      .node("Conv", {"a1", "w2"}, {"c2"})
+      .node("HardSigmoid", {"c2"}, {"g2"}, {{"alpha", 1.f / 6}, {"beta", 0.5f}})
+      .node("Mul", {"g2", "c2"}, {"a2"})
+      .node("Conv", {"a2", "w3"}, {"y"})
+      .output("y");
+  const char* yaml = R"(
+ops: [Conv]
+default:
+  weight: {format: int, bits: 8, symmetric: true, granularity: per_channel, calibrator: minmax}
+  input:  {format: int, bits: 8, symmetric: false, granularity: per_tensor, calibrator: minmax}
+rules:
+  - match: {type: Conv}
+    output: {format: int, bits: 8, symmetric: false, granularity: per_tensor, calibrator: minmax}
+)";
+  const ir::Graph sim = quantized(b.build(), yaml, random_inputs(4, 30));
+  ir::Graph low = sim;
+  const auto report = passes::run_pipeline(low, {"lower_int8"});
+  EXPECT_EQ(report["passes"].front()["info"]["tables"].get<int>(), 2);
+  EXPECT_EQ(count(low, "LookupTable"), 2);
+  EXPECT_EQ(count(low, "QConv"), 3);
+  EXPECT_EQ(count(low, "Sigmoid") + count(low, "HardSigmoid") + count(low, "Mul"), 0);
+  runtime::SessionOptions ref;
+  ref.algo.add("reference");
+  runtime::Session ss(sim, ref), sl(low, ref), fast(low);
+  Grab gs, gl;
+  ss.add_observer(&gs);
+  sl.add_observer(&gl);
+  auto inputs = random_inputs(3, 80);
+  inputs[0].at("x").data<float>()[5] = std::numeric_limits<float>::quiet_NaN();
+  int tables = 0;
+  for (auto& in : inputs) {
+    gs.values.clear();
+    gl.values.clear();
+    const Tensor ys = ss.run(in).at("y"), yl = sl.run(in).at("y"), yf = fast.run(in).at("y");
+    for (auto& n : low.nodes) {
+      if (n->op_type != "LookupTable") continue;
+      ++tables;
+      const Tensor& got = gl.values.at(n->outputs[0]);
+      const Tensor& want = gs.values.at(n->outputs[0]);  // the simulation's QuantizeLinear of the same name
+      ASSERT_EQ(got.nbytes(), want.nbytes());
+      EXPECT_EQ(std::memcmp(got.raw(), want.raw(), got.nbytes()), 0) << n->name;
+    }
+    ASSERT_EQ(yl.nbytes(), yf.nbytes());
+    EXPECT_EQ(std::memcmp(yl.raw(), yf.raw(), yl.nbytes()), 0) << "the permute kernel differs from the reference";
+    for (int64_t i = 0; i < ys.numel(); ++i) EXPECT_NEAR(ys.data<float>()[i], yl.data<float>()[i], 0.05) << i;
+  }
+  EXPECT_EQ(tables, 6);
+}
+
 TEST(LowerInt8, SmallNetInt8WithInt32Bias) {
   const ir::Graph sim = quantized(small_net(), kS8DerivedBias, random_inputs(4, 20));
   ir::Graph low = sim;

@@ -20,6 +20,7 @@ extern const Algorithm kConvImplicitNhwc;
 extern const Algorithm kGemmOnednnBf16;
 extern const Algorithm kMatMulOnednnBf16;
 extern const Algorithm kMatMulOnednnBf16Rt;
+extern const Algorithm kLookupPermute;
 extern const Algorithm kGemmBlas;
 extern const Algorithm kMatMulBlas;
 extern const Algorithm kGemmOnednn;
@@ -58,7 +59,7 @@ const std::vector<const Algorithm*>& all_algorithms() {
                                                      &kGemmOnednnPacked, &kGemmOnednn, &kGemmBlas, &kGemmSmallM, &kGemmOnednnBf16, &kMatMulOnednnPacked, &kMatMulOnednn, &kMatMulBlas, &kMatMulSmallM, &kMatMulOnednnBf16, &kMatMulOnednnBf16Rt,
                                                      &kQConvOnednnInt8, &kQMatMulOnednnInt8, &kQMatMulAvx2Int8, &kQConvEmulated, &kQMatMulEmulated, &kConvGradDataOnednn,
                                                      &kConvGradWeightOnednn, &kUnarySimd, &kBinarySimd, &kPoolSimd, &kTransposeTiled, &kConcatCopy, &kSliceCopy,
-                                                     &kSoftmaxSimd, &kLayerNormSimd, &kBatchNormSimd, &kRecurrentFused, &kRoiAlignChannels, &kConvTransposeGemm, &kQuantizeSimd, &kGatherCopy, &kViewAlias};
+                                                     &kSoftmaxSimd, &kLayerNormSimd, &kBatchNormSimd, &kRecurrentFused, &kRoiAlignChannels, &kConvTransposeGemm, &kQuantizeSimd, &kLookupPermute, &kGatherCopy, &kViewAlias};
     for (const Algorithm* a : cuda::algorithms()) r.push_back(a);
     return r;
   }();
@@ -75,6 +76,7 @@ std::string op_class_of(const ir::Node& n) {
   if (n.domain == "joule" && n.op_type == "FusedMatMul") return "matmul";
   if (n.domain == "joule" && n.op_type == "QConv") return "qconv";
   if (n.domain == "joule" && n.op_type == "QMatMul") return "qmatmul";
+  if (n.domain == "joule" && n.op_type == "LookupTable") return "lookup";
   if (n.domain == "joule" && n.op_type == "ConvGradData") return "conv_grad_data";
   if (n.domain == "joule" && n.op_type == "ConvGradWeight") return "conv_grad_weight";
   if (is_unary_eltwise(n)) return "unary";

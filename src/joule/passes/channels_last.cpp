@@ -13,7 +13,7 @@
 //     on N,H,W,C over the N,C,H,W algorithms (depthwise and 1x1 convs, not Winograd's large
 //     3x3 ones).
 //  2. A to-NCHW Transpose sinks below layout-free ops: elementwise ops (ReLU, Clip, ...),
-//     per-tensor QuantizeLinear/DequantizeLinear, and Add/Sub/Mul/Div whose other operand is a
+//     per-tensor QuantizeLinear/DequantizeLinear, joule LookupTable, and Add/Sub/Mul/Div whose other operand is a
 //     to-NCHW Transpose too (broadcasting included: both are permuted alike) or a constant (of
 //     rank 1 to 4, permuted alike into a new initializer: ConvNeXt's layer scale [C,1,1]). The
 //     op then runs on the N,H,W,C tensor and one Transpose follows it. A
@@ -109,7 +109,8 @@ int64_t nhwc_axis(int64_t a) {
 // Ops a to-NCHW Transpose may sink below (given suitable other operands, see Sinker::sinkable).
 bool layout_free(const ir::Node& n) {
   const bool qdq = (n.domain.empty() && (n.op_type == "QuantizeLinear" || n.op_type == "DequantizeLinear")) ||
-                   (n.domain == "joule" && n.op_type == "QuantizeLinear" && !n.has_input(3));  // (not with a fused B)
+                   (n.domain == "joule" && n.op_type == "QuantizeLinear" && !n.has_input(3)) ||  // (not with a fused B)
+                   (n.domain == "joule" && n.op_type == "LookupTable");
   return qdq || is_binary(n) || layout_free_unary(n) || is_channel_concat(n);
 }
 

@@ -15,6 +15,11 @@
 //     becomes joule's QuantizeLinear with clip_min / clip_max, reading the Relu's input: the
 //     same codes (quantization is monotone), one pass instead of two (ResNet's Add + Relu,
 //     DenseNet's BN + Relu before each integer conv).
+//  6. A per-tensor QuantizeLinear of a chain of elementwise ops (scalar constants aside) whose
+//     only source is a per-tensor 8-bit DequantizeLinear, Q(f(DQ(c))) — a SiLU or HardSwish
+//     between two quantization points, say — becomes a joule LookupTable of c: the chain's 256
+//     possible results, computed here by the ops' reference kernels, exactly as the QDQ model
+//     defines them. Runs before 5, whose clamp folding it covers too.
 // Anything not matched exactly stays on the float path. Dead DQ/Q nodes and initializers are
 // removed at the end. Not in the default pipeline: `--int8 real` runs it before the default
 // pipeline (whose fold_constants would fold the weights' DequantizeLinear into float weights).
@@ -24,6 +29,8 @@
 #include <map>
 #include <unordered_set>
 
+#include "joule/core/thread_pool.h"
+#include "joule/ops/op.h"
 #include "joule/passes/infer_shapes.h"
 #include "joule/passes/pass.h"
 
@@ -441,6 +448,127 @@ class Lowering {
     return folded;
   }
 
+  // ---- 6. Q(f(DQ(c))) -> joule LookupTable
+  // Elementwise ops a code's value alone decides (scalar constants as the other operands).
+  static bool tabulable(const ir::Node& n) {
+    static const std::unordered_set<std::string> kOps = {
+        "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Relu", "LeakyRelu", "Elu", "Selu", "Celu", "Softplus",
+        "Softsign", "Exp", "Log", "Neg", "Abs", "Sqrt", "Reciprocal", "Erf", "Clip", "Mul", "Add", "Sub", "Div",
+        "Max", "Min", "Pow", "Mish", "Identity", "Floor", "Ceil", "Round", "Sign", "ThresholdedRelu", "Shrink"};
+    return n.domain.empty() && n.outputs.size() == 1 && kOps.count(n.op_type);
+  }
+
+  // The chain of tabulable nodes between q's input and one DequantizeLinear (its source), each
+  // value of which only the chain (or q) reads; false when q's input is not such a chain.
+  bool chain_of(const ir::Node& q, std::vector<ir::Node*>* chain, ir::Node** source) const {
+    std::unordered_set<const ir::Node*> seen;
+    std::vector<std::string> stack{q.inputs[0]};
+    *source = nullptr;
+    while (!stack.empty()) {
+      const std::string v = stack.back();
+      stack.pop_back();
+      if (const Tensor* c = init(v)) {
+        if (c->numel() != 1 || c->dtype() != DType::Float32) return false;
+        continue;
+      }
+      auto it = prod_.find(v);
+      if (it == prod_.end() || removed_.count(it->second)) return false;  // a graph input
+      ir::Node* p = it->second;
+      if (seen.count(p)) continue;
+      if (is_onnx(*p, "DequantizeLinear")) {
+        if ((*source && *source != p) || !dq_activation(v)) return false;
+        *source = p;
+        continue;
+      }
+      if (!tabulable(*p) || chain->size() >= 32) return false;
+      seen.insert(p);
+      chain->push_back(p);
+      for (const std::string& i : p->inputs)
+        if (!i.empty()) stack.push_back(i);
+    }
+    if (!*source || chain->empty()) return false;
+    for (const ir::Node* p : *chain) {
+      if (outputs_.count(p->outputs[0])) return false;
+      auto it = cons_.find(p->outputs[0]);
+      if (it != cons_.end())
+        for (const ir::Node* c : it->second)
+          if (c != &q && !seen.count(c)) return false;
+    }
+    return true;
+  }
+
+  // What q(chain(source(c))) gives for each of the 256 codes c, by the ops' reference kernels
+  // (the QDQ model's float32 arithmetic): the LookupTable's entries, indexed by the code's byte.
+  std::vector<int64_t> table_of(const ir::Node& q, const std::vector<ir::Node*>& chain, const ir::Node& source) const {
+    const DType codes = dtype_of(source.inputs[0]);
+    Tensor c(codes, {256});
+    for (int i = 0; i < 256; ++i) static_cast<uint8_t*>(c.raw())[i] = static_cast<uint8_t>(i);
+    std::unordered_map<std::string, Tensor> values{{source.inputs[0], c}};
+    ThreadPool pool(1);
+    auto run = [&](const ir::Node& n) {
+      const ops::OpDef* def = ops::find_op(n.domain, n.op_type);
+      if (!def) fail_internal(n.where() + ": no op definition");
+      std::vector<const Tensor*> in;
+      for (const std::string& i : n.inputs) {
+        if (i.empty()) {
+          in.push_back(nullptr);
+        } else if (const Tensor* t = init(i)) {
+          in.push_back(t);
+        } else {
+          in.push_back(&values.at(i));
+        }
+      }
+      ops::KernelContext k{n, g_.opset(n.domain), in, std::vector<Tensor>(n.outputs.size()), &pool};
+      def->run(k);
+      values[n.outputs[0]] = k.outputs.at(0);
+    };
+    run(source);
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) {  // producers first (collected from q back)
+      bool ready = true;
+      for (const std::string& i : (*it)->inputs) ready = ready && (i.empty() || init(i) || values.count(i));
+      if (!ready) return {};  // not in dependency order: leave the chain alone
+      run(**it);
+    }
+    run(q);
+    const Tensor& y = values.at(q.outputs[0]);
+    std::vector<int64_t> t(256);
+    for (int64_t i = 0; i < 256; ++i) t[static_cast<size_t>(i)] = y.value_as_int(i);
+    return t;
+  }
+
+  int tabulate() {
+    int made = 0;
+    for (size_t qi = 0; qi < g_.nodes.size(); ++qi) {
+      ir::Node& q = *g_.nodes[qi];
+      Scalar sq;
+      if (removed_.count(&q) || !is_onnx(q, "QuantizeLinear") || !per_tensor(q, DType::UInt8, &sq)) continue;
+      std::vector<ir::Node*> chain;
+      ir::Node* source = nullptr;
+      if (!chain_of(q, &chain, &source)) continue;
+      const std::vector<int64_t> table = table_of(q, chain, *source);
+      if (table.empty()) continue;
+      ir::Node t;
+      t.op_type = "LookupTable";
+      t.domain = "joule";
+      t.name = g_.unique_name(q.name + "_table");
+      t.inputs = {source->inputs[0]};
+      t.outputs = {q.outputs[0]};
+      t.attrs["table"] = table;
+      t.attrs["to"] = int64_t{dtype_to_onnx(sq.type)};
+      for (ir::Node* p : chain) {
+        g_.types.erase(p->outputs[0]);
+        remove(p);
+      }
+      remove(&q);
+      new_nodes_.push_back(std::move(t));
+      ++made;
+    }
+    for (auto& n : new_nodes_) g_.add_node(std::move(n));
+    new_nodes_.clear();
+    refresh();
+    return made;
+  }
+
  private:
   ir::Graph& g_;
   std::unordered_set<std::string> outputs_;
@@ -460,9 +588,10 @@ PassResult lower_int8(ir::Graph& g, const PassOptions& o) {
   const auto [convs, matmuls] = l.lower_compute();
   const auto [acts, requants] = l.fuse_epilogues();
   const int dropped = l.drop_pairs();
+  const int tables = l.tabulate();
   const int clamps = l.fold_clamps();
   l.finish();
-  r.changed = moved + convs + matmuls + dropped + clamps > 0;
+  r.changed = moved + convs + matmuls + dropped + tables + clamps > 0;
   if (r.changed) {
     g.opsets["joule"] = std::max<int64_t>(1, g.opset("joule"));
     g.sort_topologically();
@@ -471,7 +600,7 @@ PassResult lower_int8(ir::Graph& g, const PassOptions& o) {
   }
   r.info = {{"qconv", convs},          {"qmatmul", matmuls},         {"activations_fused", acts},
             {"requantized", requants}, {"quantize_moved", moved},    {"dq_q_pairs_dropped", dropped},
-            {"clamps_folded", clamps}};
+            {"clamps_folded", clamps},  {"tables", tables}};
   return r;
 }
 
