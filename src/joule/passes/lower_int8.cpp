@@ -19,7 +19,10 @@
 //     only source is a per-tensor 8-bit DequantizeLinear, Q(f(DQ(c))) — a SiLU or HardSwish
 //     between two quantization points, say — becomes a joule LookupTable of c: the chain's 256
 //     possible results, computed here by the ops' reference kernels, exactly as the QDQ model
-//     defines them. Runs before 5, whose clamp folding it covers too.
+//     defines them. Runs before 5, whose clamp folding it covers too. A chain from such a
+//     DequantizeLinear whose float result other ops read (a SiLU feeding a squeeze-and-excitation
+//     block) becomes a LookupTable of 256 float32 values, one read per code instead of a
+//     dequantization and the chain's passes.
 // Anything not matched exactly stays on the float path. Dead DQ/Q nodes and initializers are
 // removed at the end. Not in the default pipeline: `--int8 real` runs it before the default
 // pipeline (whose fold_constants would fold the weights' DequantizeLinear into float weights).
@@ -458,11 +461,12 @@ class Lowering {
     return n.domain.empty() && n.outputs.size() == 1 && kOps.count(n.op_type);
   }
 
-  // The chain of tabulable nodes between q's input and one DequantizeLinear (its source), each
-  // value of which only the chain (or q) reads; false when q's input is not such a chain.
-  bool chain_of(const ir::Node& q, std::vector<ir::Node*>* chain, ir::Node** source) const {
+  // The chain of tabulable nodes between `value` and one DequantizeLinear (its source), each
+  // value of which only the chain reads — and q, when q is given; without q, `value` (the
+  // chain's float result) may have any readers. False when `value` is not such a chain.
+  bool chain_of(const std::string& value, const ir::Node* q, std::vector<ir::Node*>* chain, ir::Node** source) const {
     std::unordered_set<const ir::Node*> seen;
-    std::vector<std::string> stack{q.inputs[0]};
+    std::vector<std::string> stack{value};
     *source = nullptr;
     while (!stack.empty()) {
       const std::string v = stack.back();
@@ -488,18 +492,21 @@ class Lowering {
     }
     if (!*source || chain->empty()) return false;
     for (const ir::Node* p : *chain) {
+      if (!q && p->outputs[0] == value) continue;
       if (outputs_.count(p->outputs[0])) return false;
       auto it = cons_.find(p->outputs[0]);
       if (it != cons_.end())
         for (const ir::Node* c : it->second)
-          if (c != &q && !seen.count(c)) return false;
+          if (c != q && !seen.count(c)) return false;
     }
     return true;
   }
 
-  // What q(chain(source(c))) gives for each of the 256 codes c, by the ops' reference kernels
-  // (the QDQ model's float32 arithmetic): the LookupTable's entries, indexed by the code's byte.
-  std::vector<int64_t> table_of(const ir::Node& q, const std::vector<ir::Node*>& chain, const ir::Node& source) const {
+  // What q(chain(source(c))) — or, without q, chain(source(c)) ending in `value` — gives for each
+  // of the 256 codes c, by the ops' reference kernels (the QDQ model's float32 arithmetic): the
+  // LookupTable's entries, indexed by the code's byte; undefined when the chain cannot be run.
+  Tensor table_of(const std::string& value, const ir::Node* q, const std::vector<ir::Node*>& chain,
+                  const ir::Node& source) const {
     const DType codes = dtype_of(source.inputs[0]);
     Tensor c(codes, {256});
     for (int i = 0; i < 256; ++i) static_cast<uint8_t*>(c.raw())[i] = static_cast<uint8_t>(i);
@@ -526,47 +533,78 @@ class Lowering {
     for (auto it = chain.rbegin(); it != chain.rend(); ++it) {  // producers first (collected from q back)
       bool ready = true;
       for (const std::string& i : (*it)->inputs) ready = ready && (i.empty() || init(i) || values.count(i));
-      if (!ready) return {};  // not in dependency order: leave the chain alone
+      if (!ready) return Tensor();  // not in dependency order: leave the chain alone
       run(**it);
     }
-    run(q);
-    const Tensor& y = values.at(q.outputs[0]);
-    std::vector<int64_t> t(256);
-    for (int64_t i = 0; i < 256; ++i) t[static_cast<size_t>(i)] = y.value_as_int(i);
-    return t;
+    if (q) run(*q);
+    return values.at(q ? q->outputs[0] : value);
   }
 
-  int tabulate() {
-    int made = 0;
+  // A LookupTable of `source`'s codes writing `out` in place of the chain (and q).
+  void replace_by_table(const ir::Node& source, const std::vector<ir::Node*>& chain, ir::Node* q, const Tensor& table,
+                        const std::string& out) {
+    ir::Node t;
+    t.op_type = "LookupTable";
+    t.domain = "joule";
+    t.name = g_.unique_name((q ? q->name : chain.front()->name) + "_table");
+    t.inputs = {source.inputs[0]};
+    t.outputs = {out};
+    t.attrs["to"] = int64_t{dtype_to_onnx(table.dtype())};
+    if (table.dtype() == DType::Float32) {
+      t.attrs["values"] = std::vector<float>(table.data<float>(), table.data<float>() + 256);
+    } else {
+      std::vector<int64_t> v(256);
+      for (int64_t i = 0; i < 256; ++i) v[static_cast<size_t>(i)] = table.value_as_int(i);
+      t.attrs["table"] = v;
+    }
+    for (ir::Node* p : chain) {
+      if (p->outputs[0] != out) g_.types.erase(p->outputs[0]);
+      remove(p);
+    }
+    if (q) remove(q);
+    new_nodes_.push_back(std::move(t));
+  }
+
+  std::pair<int, int> tabulate() {
+    int codes = 0, floats = 0;
+    // Chains ending in a QuantizeLinear: a table of codes.
     for (size_t qi = 0; qi < g_.nodes.size(); ++qi) {
       ir::Node& q = *g_.nodes[qi];
       Scalar sq;
       if (removed_.count(&q) || !is_onnx(q, "QuantizeLinear") || !per_tensor(q, DType::UInt8, &sq)) continue;
       std::vector<ir::Node*> chain;
       ir::Node* source = nullptr;
-      if (!chain_of(q, &chain, &source)) continue;
-      const std::vector<int64_t> table = table_of(q, chain, *source);
-      if (table.empty()) continue;
-      ir::Node t;
-      t.op_type = "LookupTable";
-      t.domain = "joule";
-      t.name = g_.unique_name(q.name + "_table");
-      t.inputs = {source->inputs[0]};
-      t.outputs = {q.outputs[0]};
-      t.attrs["table"] = table;
-      t.attrs["to"] = int64_t{dtype_to_onnx(sq.type)};
-      for (ir::Node* p : chain) {
-        g_.types.erase(p->outputs[0]);
-        remove(p);
-      }
-      remove(&q);
-      new_nodes_.push_back(std::move(t));
-      ++made;
+      if (!chain_of(q.inputs[0], &q, &chain, &source)) continue;
+      const Tensor table = table_of(q.inputs[0], &q, chain, *source);
+      if (!table.defined()) continue;
+      replace_by_table(*source, chain, &q, table, q.outputs[0]);
+      ++codes;
+    }
+    // Chains ending in float (a SiLU whose result a squeeze-and-excitation block reads): a table
+    // of float32 values, the longest chain only.
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      ir::Node& end = *g_.nodes[i];
+      if (removed_.count(&end) || !tabulable(end)) continue;
+      std::vector<ir::Node*> chain;
+      ir::Node* source = nullptr;
+      if (!chain_of(end.outputs[0], nullptr, &chain, &source)) continue;
+      bool longer = false;
+      if (auto it = cons_.find(end.outputs[0]); it != cons_.end())
+        for (const ir::Node* u : it->second) {
+          std::vector<ir::Node*> c2;
+          ir::Node* s2 = nullptr;
+          longer = longer || (!removed_.count(u) && tabulable(*u) && chain_of(u->outputs[0], nullptr, &c2, &s2));
+        }
+      if (longer) continue;
+      const Tensor table = table_of(end.outputs[0], nullptr, chain, *source);
+      if (!table.defined() || table.dtype() != DType::Float32) continue;
+      replace_by_table(*source, chain, nullptr, table, end.outputs[0]);
+      ++floats;
     }
     for (auto& n : new_nodes_) g_.add_node(std::move(n));
     new_nodes_.clear();
     refresh();
-    return made;
+    return {codes, floats};
   }
 
  private:
@@ -588,10 +626,10 @@ PassResult lower_int8(ir::Graph& g, const PassOptions& o) {
   const auto [convs, matmuls] = l.lower_compute();
   const auto [acts, requants] = l.fuse_epilogues();
   const int dropped = l.drop_pairs();
-  const int tables = l.tabulate();
+  const auto [tables, float_tables] = l.tabulate();
   const int clamps = l.fold_clamps();
   l.finish();
-  r.changed = moved + convs + matmuls + dropped + tables + clamps > 0;
+  r.changed = moved + convs + matmuls + dropped + tables + float_tables + clamps > 0;
   if (r.changed) {
     g.opsets["joule"] = std::max<int64_t>(1, g.opset("joule"));
     g.sort_topologically();
@@ -600,7 +638,7 @@ PassResult lower_int8(ir::Graph& g, const PassOptions& o) {
   }
   r.info = {{"qconv", convs},          {"qmatmul", matmuls},         {"activations_fused", acts},
             {"requantized", requants}, {"quantize_moved", moved},    {"dq_q_pairs_dropped", dropped},
-            {"clamps_folded", clamps},  {"tables", tables}};
+            {"clamps_folded", clamps},  {"tables", tables},       {"float_tables", float_tables}};
   return r;
 }
 
