@@ -701,9 +701,10 @@ TEST(EltwiseKernels, RoiAlignChannelsMatchesReference) {
 
 namespace joule {
 
-// joule LookupTable: the permute kernel (AVX-512 VBMI, or its byte loop) against the reference
-// on every length up to a few vectors and one split over two threads, uint8 and int8 codes on
-// both sides (an int8 code c reads entry uint8(c)); malformed tables refused in one line.
+// joule LookupTable: the permute kernel (AVX-512 VBMI, or its byte loop; gathers for float32
+// entries) against the reference on lengths around the vector sizes and one split over two
+// threads, uint8 and int8 codes on both sides (an int8 code c reads entry uint8(c)) and float32
+// entries; malformed tables refused in one line.
 TEST(EltwiseKernels, LookupTablePermuteMatchesReference) {
   std::mt19937 rng(5);
   for (DType in_t : {DType::UInt8, DType::Int8})
@@ -731,6 +732,29 @@ TEST(EltwiseKernels, LookupTablePermuteMatchesReference) {
         }
       }
     }
+  // Float32 entries (a chain ending in float): the gather kernel, NaN and infinities included.
+  std::vector<float> values(256);
+  for (size_t i = 0; i < 256; ++i) values[i] = i == 3 ? kNaN : i == 4 ? -kInf : static_cast<float>(rng() % 2001) / 7.f - 140.f;
+  for (int64_t n : {1, 15, 16, 17, 100003}) {
+    testing::GraphBuilder b;
+    b.input("x", DType::Int8, {n}).node("LookupTable", {"x"}, {"y"}, {{"values", values}, {"to", int64_t{1}}}, "op").output("y");
+    ir::Graph g = b.build();
+    g.nodes.back()->domain = "joule";
+    g.opsets["joule"] = 1;
+    Tensor x(DType::Int8, {n});
+    for (int64_t i = 0; i < n; ++i) static_cast<uint8_t*>(x.raw())[i] = static_cast<uint8_t>(rng());
+    const auto want = testing::run_with_algo(g, {{"x", x}}, {"reference"}, "op");
+    for (int threads : {1, 2}) {
+      const auto got = testing::run_with_algo(g, {{"x", x}}, {"lookup=permute"}, "op", threads);
+      ASSERT_EQ(got.algorithm, "permute");
+      ASSERT_EQ(got.out.at("y").dtype(), DType::Float32);
+      EXPECT_EQ(std::memcmp(got.out.at("y").raw(), want.out.at("y").raw(), want.out.at("y").nbytes()), 0) << n;
+    }
+    for (int64_t i = 0; i < n; i += 31) {
+      const float w = values[static_cast<uint8_t*>(x.raw())[i]], y = want.out.at("y").data<float>()[i];
+      ASSERT_TRUE(std::isnan(w) ? std::isnan(y) : y == w) << i;
+    }
+  }
   testing::GraphBuilder b;
   b.input("x", DType::UInt8, {4}).node("LookupTable", {"x"}, {"y"}, {{"table", std::vector<int64_t>(255, 0)}, {"to", int64_t{2}}}, "op").output("y");
   ir::Graph g = b.build();

@@ -285,6 +285,52 @@ rules:
   EXPECT_EQ(tables, 6);
 }
 
+// A SiLU between a quantized conv output and a float reader (a squeeze-and-excitation block's
+// pooling): a LookupTable of 256 floats, bit for bit the QDQ model's DequantizeLinear, Sigmoid
+// and Mul on the reference kernels, and the fast (gather) kernel equal to the reference one.
+TEST(LowerInt8, FloatResultsOfTabulableChainsBecomeFloatTables) {
+  GraphBuilder b;
+  b.input("x", DType::Float32, {2, 3, 12, 12})
+      .init("w1", random_tensor({8, 3, 3, 3}, 1, -0.5f, 0.5f))
+      .node("Conv", {"x", "w1"}, {"c1"}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}})
+      .node("Sigmoid", {"c1"}, {"g1"})
+      .node("Mul", {"c1", "g1"}, {"s"})
+      .node("GlobalAveragePool", {"s"}, {"y"})
+      .output("y");
+  const char* yaml = R"(
+ops: [Conv]
+default:
+  weight: {format: int, bits: 8, symmetric: true, granularity: per_channel, calibrator: minmax}
+  input:  {format: int, bits: 8, symmetric: false, granularity: per_tensor, calibrator: minmax}
+rules:
+  - match: {type: Conv, feeds: Sigmoid}
+    output: {format: int, bits: 8, symmetric: false, granularity: per_tensor, calibrator: minmax}
+)";
+  const ir::Graph sim = quantized(b.build(), yaml, random_inputs(4, 30));
+  ir::Graph low = sim;
+  const auto report = passes::run_pipeline(low, {"lower_int8"});
+  EXPECT_EQ(report["passes"].front()["info"]["float_tables"].get<int>(), 1);
+  EXPECT_EQ(report["passes"].front()["info"]["tables"].get<int>(), 0);
+  EXPECT_EQ(count(low, "Sigmoid") + count(low, "Mul") + count(low, "DequantizeLinear"), 0);
+  runtime::SessionOptions ref;
+  ref.algo.add("reference");
+  runtime::Session ss(sim, ref), sl(low, ref), fast(low);
+  Grab gs, gl, gf;
+  ss.add_observer(&gs);
+  sl.add_observer(&gl);
+  fast.add_observer(&gf);
+  for (auto& in : random_inputs(3, 90)) {
+    ss.run(in);
+    sl.run(in);
+    fast.run(in);
+    const Tensor &want = gs.values.at("s"), &got = gl.values.at("s"), &f = gf.values.at("s");
+    ASSERT_EQ(got.dtype(), DType::Float32);
+    ASSERT_EQ(got.nbytes(), want.nbytes());
+    EXPECT_EQ(std::memcmp(got.raw(), want.raw(), got.nbytes()), 0);
+    EXPECT_EQ(std::memcmp(f.raw(), want.raw(), f.nbytes()), 0) << "the gather kernel differs";
+  }
+}
+
 TEST(LowerInt8, SmallNetInt8WithInt32Bias) {
   const ir::Graph sim = quantized(small_net(), kS8DerivedBias, random_inputs(4, 20));
   ir::Graph low = sim;

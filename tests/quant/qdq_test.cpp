@@ -129,6 +129,26 @@ rules:
   EXPECT_EQ(choice_of(g, cs, "/layer1/relu").roles[int(Role::Output)]->format.kind, FormatKind::Float16);
 }
 
+// `feeds`: the nodes one of whose readers has a listed op type (the conv before the Relu, not
+// the one before the Flatten); several types comma-separated; a typo'd key names the valid ones.
+TEST(QuantConfig, FeedsMatchesNodesByTheirReaders) {
+  ir::Graph g = small_cnn();
+  auto names = [&](const std::string& feeds) {
+    const std::string yaml = "ops: []\ndefault:\n  input: {format: int8}\nrules:\n  - match: {type: Conv, feeds: \"" +
+                             feeds + "\"}\n    output: {format: int8}\n";
+    std::set<std::string> r;
+    for (auto& c : resolve(g, QuantConfig::parse(yaml, "q.yaml"))) r.insert(g.nodes[c.node]->name);
+    return r;
+  };
+  EXPECT_EQ(names("Relu"), (std::set<std::string>{"/layer1/conv"}));
+  EXPECT_EQ(names("Sigmoid, Flatten"), (std::set<std::string>{"/layer4.0/conv"}));
+  EXPECT_EQ(names("Flatten,Relu"), (std::set<std::string>{"/layer1/conv", "/layer4.0/conv"}));
+  const std::string e = error_of([&] {
+    resolve(g, QuantConfig::parse("default:\n  input: {format: int8}\nrules:\n  - match: {feed: Relu}\n", "q.yaml"));
+  });
+  EXPECT_NE(e.find("unknown key 'feed' (type, name, regex, feeds)"), std::string::npos) << e;
+}
+
 TEST(QuantConfig, BadConfigsAreOneLineErrorsNamingWhere) {
   ir::Graph g = small_cnn();
   auto err = [&](const std::string& yaml) {

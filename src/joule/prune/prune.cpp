@@ -612,7 +612,7 @@ PruneOptions PruneConfig::resolve(const ir::Graph& g) const {
   for (const Rule& r : rules) {
     size_t hit = 0;
     for (const auto& n : g.nodes)
-      if (r.match.matches(*n)) {
+      if (r.match.matches(*n, &g)) {
         ++hit;
         if (r.skip || r.ratio) o.node_ratio[n->name] = r.skip ? 0.0 : *r.ratio;
         if (r.skip || r.activations) o.node_activations[n->name] = r.skip ? 0.0 : *r.activations;

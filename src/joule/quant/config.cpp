@@ -196,7 +196,7 @@ int weight_axis(const ir::Graph& g, const ir::Node& n) {
   return 0;  // Conv, FusedConv: [M, C/g, kH, kW]
 }
 
-bool matches(const Rule& r, const ir::Node& n) { return r.matches(n); }
+bool matches(const Rule& r, const ir::Node& n, const ir::Graph& g) { return r.matches(n, &g); }
 
 }  // namespace
 
@@ -204,10 +204,17 @@ bool weights_only(const ir::Node& n) {
   return (n.domain.empty() || n.domain == "ai.onnx") && (n.op_type == "LSTM" || n.op_type == "GRU" || n.op_type == "RNN");
 }
 
-bool NodeMatch::matches(const ir::Node& n) const {
+bool NodeMatch::matches(const ir::Node& n, const ir::Graph* g) const {
   // FusedConv is a Conv to the user: it is what fuse_conv made of one.
   const bool type_ok = type.empty() || type == n.op_type || (type == "Conv" && n.op_type == "FusedConv");
-  return type_ok && (name.empty() || name == n.name) && (regex.empty() || std::regex_search(n.name, re));
+  if (!type_ok || (!name.empty() && name != n.name) || (!regex.empty() && !std::regex_search(n.name, re))) return false;
+  if (feeds.empty()) return true;
+  if (!g || n.outputs.empty()) return false;
+  for (const auto& u : g->nodes)
+    if (std::find(u->inputs.begin(), u->inputs.end(), n.outputs[0]) != u->inputs.end() &&
+        ("," + feeds + ",").find("," + u->op_type + ",") != std::string::npos)
+      return true;
+  return false;
 }
 
 std::string NodeMatch::describe() const {
@@ -215,11 +222,12 @@ std::string NodeMatch::describe() const {
   if (!type.empty()) m += "type=" + type;
   if (!name.empty()) m += std::string(m.empty() ? "" : ",") + "name=" + name;
   if (!regex.empty()) m += std::string(m.empty() ? "" : ",") + "regex=" + regex;
+  if (!feeds.empty()) m += std::string(m.empty() ? "" : ",") + "feeds=" + feeds;
   return m;
 }
 
 void NodeMatch::read(const YAML::Node& match, const std::string& where) {
-  if (!match.IsMap()) fail(where + ": match: expected {type: ..., name: ..., regex: ...}");
+  if (!match.IsMap()) fail(where + ": match: expected {type: ..., name: ..., regex: ..., feeds: ...}");
   for (auto m = match.begin(); m != match.end(); ++m) set(m->first.as<std::string>(), m->second.as<std::string>(), where);
 }
 
@@ -235,8 +243,11 @@ void NodeMatch::set(const std::string& key, const std::string& value, const std:
     } catch (const std::regex_error& ex) {
       fail(where + ": regex '" + value + "' is invalid: " + ex.what());
     }
+  } else if (key == "feeds") {
+    feeds = value;
+    feeds.erase(std::remove(feeds.begin(), feeds.end(), ' '), feeds.end());
   } else {
-    fail(where + ": match: unknown key '" + key + "' (type, name, regex)");
+    fail(where + ": match: unknown key '" + key + "' (type, name, regex, feeds)");
   }
 }
 
@@ -329,7 +340,7 @@ std::vector<NodeChoice> resolve(const ir::Graph& g, const QuantConfig& c) {
     bool selected = ops.count(n.op_type) || (n.op_type == "FusedConv" && ops.count("Conv"));
     bool skip = false;
     for (size_t r = 0; r < c.rules.size(); ++r) {
-      if (!matches(c.rules[r], n)) continue;
+      if (!matches(c.rules[r], n, g)) continue;
       rule_used[r] = true;
       ch.rules.push_back(static_cast<int>(r));
       if (c.rules[r].skip) skip = true;

@@ -39,13 +39,15 @@ struct RoleText {
 };
 
 // A rule's `match`: op `type` (Conv also matches joule's FusedConv), exact node `name`, `regex`
-// searched in the node name; every field given must match. Shared by the quantization and the
+// searched in the node name, `feeds`: op types (comma-separated) of which one reads the node's
+// output (given a graph); every field given must match. Shared by the quantization and the
 // pruning configs.
 struct NodeMatch {
-  std::string type, name, regex;  // empty: not part of the match
+  std::string type, name, regex, feeds;  // empty: not part of the match
   std::regex re;
-  bool empty() const { return type.empty() && name.empty() && regex.empty(); }
-  bool matches(const ir::Node& n) const;
+  bool empty() const { return type.empty() && name.empty() && regex.empty() && feeds.empty(); }
+  // `g`: the node's graph, for `feeds` (which matches nothing without one).
+  bool matches(const ir::Node& n, const ir::Graph* g = nullptr) const;
   std::string describe() const;  // "type=Gemm,regex=layer4"
   // Sets a field from `key: value` of a match map; BadInput (prefixed `where`) for an unknown
   // key or an invalid regex.

@@ -242,7 +242,7 @@ Decisions::Decisions(const SearchSpace& space, const ir::Graph& original, const 
     const ir::Node& n = *prepared.nodes[c.node];
     const auto& w = c.roles[static_cast<int>(quant::Role::Weight)];
     bits_[n.name] = {{"int8", w ? format_bits(w->format) : 32}, {"fp32", 32}, {"bf16", 16}};
-    if (fixed || (!space.layers.empty() && !space.layers.matches(n))) {
+    if (fixed || (!space.layers.empty() && !space.layers.matches(n, &prepared))) {
       ++fixed_quantized_;
       continue;
     }
@@ -272,7 +272,7 @@ Decisions::Decisions(const SearchSpace& space, const ir::Graph& original, const 
       const ir::Node* first = nullptr;
       for (const auto& n : original.nodes)
         if (n->name == g.producers.front()) first = n.get();
-      if (!space.prune_layers.empty() && (!first || !space.prune_layers.matches(*first))) continue;
+      if (!space.prune_layers.empty() && (!first || !space.prune_layers.matches(*first, &original))) continue;
       vars_.push_back({Variable::Prune, g.producers.front(), first ? first->op_type : "Conv", g.producers, g.channels,
                        space.prune.size()});
       any = true;
