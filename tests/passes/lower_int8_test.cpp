@@ -77,6 +77,25 @@ ir::Graph small_net() {
   return b.build();
 }
 
+// x -> Conv -> SiLU (x * Sigmoid(x)) -> Conv (bias) -> HardSwish (x * HardSigmoid(x, 1/6, 1/2)) -> Conv
+ir::Graph gated_net() {
+  GraphBuilder b;
+  b.input("x", DType::Float32, {2, 3, 12, 12})
+      .init("w1", random_tensor({8, 3, 3, 3}, 1, -0.5f, 0.5f))
+      .init("w2", random_tensor({8, 8, 1, 1}, 2, -0.5f, 0.5f))
+      .init("b2", random_tensor({8}, 3))
+      .init("w3", random_tensor({4, 8, 1, 1}, 4, -0.5f, 0.5f))
+      .node("Conv", {"x", "w1"}, {"c1"}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}})
+      .node("Sigmoid", {"c1"}, {"g1"})
+      .node("Mul", {"c1", "g1"}, {"a1"})
+      .node("Conv", {"a1", "w2", "b2"}, {"c2"})
+      .node("HardSigmoid", {"c2"}, {"g2"}, {{"alpha", 1.f / 6}, {"beta", 0.5f}})
+      .node("Mul", {"g2", "c2"}, {"a2"})
+      .node("Conv", {"a2", "w3"}, {"y"})
+      .output("y");
+  return b.build();
+}
+
 std::vector<runtime::TensorMap> random_inputs(int n, uint32_t seed) {
   std::vector<runtime::TensorMap> r;
   for (int i = 0; i < n; ++i) r.push_back({{"x", random_tensor({2, 3, 12, 12}, seed + static_cast<uint32_t>(i))}});
@@ -115,6 +134,17 @@ ops: [Conv, Gemm, MatMul]
 default:
   weight: {format: int, bits: 8, symmetric: true, granularity: per_channel, calibrator: minmax}
   input:  {format: int, bits: 8, symmetric: false, granularity: per_tensor, calibrator: minmax}
+)";
+
+// kW8A8 with an output point on the convs that feed a gate (examples/quant/w8a8_act_tables.yaml).
+const char* kW8A8ActTables = R"(
+ops: [Conv]
+default:
+  weight: {format: int, bits: 8, symmetric: true, granularity: per_channel, calibrator: minmax}
+  input:  {format: int, bits: 8, symmetric: false, granularity: per_tensor, calibrator: minmax}
+rules:
+  - match: {type: Conv, feeds: "Sigmoid,HardSigmoid"}
+    output: {format: int, bits: 8, symmetric: false, granularity: per_tensor, calibrator: minmax}
 )";
 
 const char* kS8DerivedBias = R"(
@@ -196,21 +226,7 @@ TEST(LowerInt8, ClampsFoldIntoQuantizeExactly) {
 // x -> Conv -> SiLU (x * Sigmoid(x)) -> Conv -> HardSwish (x * HardSigmoid(x, 1/6, 1/2)) -> Conv:
 // each gated activation moves into the QConv before it, which then requantizes its output.
 TEST(LowerInt8, SwishGatesMoveIntoTheIntegerConv) {
-  GraphBuilder b;
-  b.input("x", DType::Float32, {2, 3, 12, 12})
-      .init("w1", random_tensor({8, 3, 3, 3}, 1, -0.5f, 0.5f))
-      .init("w2", random_tensor({8, 8, 1, 1}, 2, -0.5f, 0.5f))
-      .init("b2", random_tensor({8}, 3))
-      .init("w3", random_tensor({4, 8, 1, 1}, 4, -0.5f, 0.5f))
-      .node("Conv", {"x", "w1"}, {"c1"}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}})
-      .node("Sigmoid", {"c1"}, {"g1"})
-      .node("Mul", {"c1", "g1"}, {"a1"})
-      .node("Conv", {"a1", "w2", "b2"}, {"c2"})
-      .node("HardSigmoid", {"c2"}, {"g2"}, {{"alpha", 1.f / 6}, {"beta", 0.5f}})
-      .node("Mul", {"g2", "c2"}, {"a2"})
-      .node("Conv", {"a2", "w3"}, {"y"})
-      .output("y");
-  const ir::Graph sim = quantized(b.build(), kW8A8, random_inputs(4, 30));
+  const ir::Graph sim = quantized(gated_net(), kW8A8, random_inputs(4, 30));
   ir::Graph low = sim;
   const auto report = passes::run_pipeline(low, {"lower_int8"});
   EXPECT_EQ(count(low, "QConv"), 3);
@@ -228,29 +244,7 @@ TEST(LowerInt8, SwishGatesMoveIntoTheIntegerConv) {
 // becomes a LookupTable of the QConv's codes, whose entries are the QDQ model's own float32
 // arithmetic: every code equal to the simulation's run on the reference kernels, NaN-free or not.
 TEST(LowerInt8, ActivationsBetweenQuantizationPointsBecomeTables) {
-  GraphBuilder b;
-  b.input("x", DType::Float32, {2, 3, 12, 12})
-      .init("w1", random_tensor({8, 3, 3, 3}, 1, -0.5f, 0.5f))
-      .init("w2", random_tensor({8, 8, 1, 1}, 2, -0.5f, 0.5f))
-      .init("w3", random_tensor({4, 8, 1, 1}, 4, -0.5f, 0.5f))
-      .node("Conv", {"x", "w1"}, {"c1"}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}})
-      .node("Sigmoid", {"c1"}, {"g1"})
-      .node("Mul", {"c1", "g1"}, {"a1"})
-      .node("Conv", {"a1", "w2"}, {"c2"})
-      .node("HardSigmoid", {"c2"}, {"g2"}, {{"alpha", 1.f / 6}, {"beta", 0.5f}})
-      .node("Mul", {"g2", "c2"}, {"a2"})
-      .node("Conv", {"a2", "w3"}, {"y"})
-      .output("y");
-  const char* yaml = R"(
-ops: [Conv]
-default:
-  weight: {format: int, bits: 8, symmetric: true, granularity: per_channel, calibrator: minmax}
-  input:  {format: int, bits: 8, symmetric: false, granularity: per_tensor, calibrator: minmax}
-rules:
-  - match: {type: Conv}
-    output: {format: int, bits: 8, symmetric: false, granularity: per_tensor, calibrator: minmax}
-)";
-  const ir::Graph sim = quantized(b.build(), yaml, random_inputs(4, 30));
+  const ir::Graph sim = quantized(gated_net(), kW8A8ActTables, random_inputs(4, 30));
   ir::Graph low = sim;
   const auto report = passes::run_pipeline(low, {"lower_int8"});
   EXPECT_EQ(report["passes"].front()["info"]["tables"].get<int>(), 2);
@@ -297,16 +291,7 @@ TEST(LowerInt8, FloatResultsOfTabulableChainsBecomeFloatTables) {
       .node("Mul", {"c1", "g1"}, {"s"})
       .node("GlobalAveragePool", {"s"}, {"y"})
       .output("y");
-  const char* yaml = R"(
-ops: [Conv]
-default:
-  weight: {format: int, bits: 8, symmetric: true, granularity: per_channel, calibrator: minmax}
-  input:  {format: int, bits: 8, symmetric: false, granularity: per_tensor, calibrator: minmax}
-rules:
-  - match: {type: Conv, feeds: Sigmoid}
-    output: {format: int, bits: 8, symmetric: false, granularity: per_tensor, calibrator: minmax}
-)";
-  const ir::Graph sim = quantized(b.build(), yaml, random_inputs(4, 30));
+  const ir::Graph sim = quantized(b.build(), kW8A8ActTables, random_inputs(4, 30));
   ir::Graph low = sim;
   const auto report = passes::run_pipeline(low, {"lower_int8"});
   EXPECT_EQ(report["passes"].front()["info"]["float_tables"].get<int>(), 1);

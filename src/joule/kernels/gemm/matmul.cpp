@@ -55,14 +55,21 @@ std::string read(const NodeView& v, MatMulPlan* p) {
   return "";
 }
 
+// Fails when the run's A and B are not the planned float32 shapes.
+void check_inputs(const MatMulPlan& p, const ops::KernelContext& k) {
+  const Tensor& A = k.in(0);
+  const Tensor& B = k.in(1);
+  if (A.shape() != p.a || B.shape() != p.b || A.dtype() != DType::Float32 || B.dtype() != DType::Float32)
+    fail(k.node.where() + ": inputs " + A.describe() + ", " + B.describe() + " differ from the plan");
+}
+
 class BlasMatMul : public Kernel {
  public:
   BlasMatMul(Blas backend, MatMulPlan p) : b_(backend), p_(std::move(p)) {}
   void run(ops::KernelContext& k) const override {
     const Tensor& A = k.in(0);
     const Tensor& B = k.in(1);
-    if (A.shape() != p_.a || B.shape() != p_.b || A.dtype() != DType::Float32 || B.dtype() != DType::Float32)
-      fail(k.node.where() + ": inputs " + A.describe() + ", " + B.describe() + " differ from the plan");
+    check_inputs(p_, k);
     Tensor& Y = k.output(0, DType::Float32, p_.y);
     const float *a = A.data<float>(), *b = B.data<float>();
     float* y = Y.data<float>();
@@ -165,8 +172,7 @@ class Bf16MatMul : public Kernel {
   void run(ops::KernelContext& k) const override {
     const Tensor& A = k.in(0);
     const Tensor& B = k.in(1);
-    if (A.shape() != p_.a || B.shape() != p_.b || A.dtype() != DType::Float32 || B.dtype() != DType::Float32)
-      fail(k.node.where() + ": inputs " + A.describe() + ", " + B.describe() + " differ from the plan");
+    check_inputs(p_, k);
     Tensor& Y = k.output(0, DType::Float32, p_.y);
     const int64_t nb = static_cast<int64_t>(p_.a_off.size());
     if (p_.ep.bias || p_.ep.residual)
