@@ -29,8 +29,10 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) void lookup_vbmi(const ui
 }
 
 // (GCC 12 warns about _mm512_undefined_* inside its own intrinsics headers.)
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 __attribute__((target("avx512f"))) void lookup_floats_avx512(const float* table, const uint8_t* x, float* y,
                                                               int64_t n) {
   int64_t i = 0;
@@ -40,7 +42,9 @@ __attribute__((target("avx512f"))) void lookup_floats_avx512(const float* table,
   }
   for (; i < n; ++i) y[i] = table[x[i]];
 }
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 
 void lookup_bytes(const uint8_t* table, const uint8_t* x, uint8_t* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = table[x[i]];
