@@ -137,31 +137,47 @@ bool regular_batches(const MatMulPlan& p) {
   return true;
 }
 
+// The operands' dims: one product ([rows, K] x [K, N]) or a batch of them.
+struct Bf16Dims {
+  memory::dims a, b, y;
+  tag t = tag::ab;
+};
+Bf16Dims bf16_dims(const MatMulPlan& p) {
+  const int64_t nb = static_cast<int64_t>(p.a_off.size());
+  if (p.merged || nb == 1) {
+    const int64_t rows = p.M * (p.merged ? nb : 1);
+    return {{rows, p.K}, {p.K, p.N}, {rows, p.N}, tag::ab};
+  }
+  return {{nb, p.M, p.K}, {nb, p.K, p.N}, {nb, p.M, p.N}, tag::abc};
+}
+// oneDNN's matmul on bf16 A and B with a float32 Y (plus the sum post-op when Y is prefilled);
+// throws dnnl::error when oneDNN has none for it.
+dnnl::matmul::primitive_desc bf16_primitive_desc(const MatMulPlan& p) {
+  const Bf16Dims d = bf16_dims(p);
+  dnnl::primitive_attr attr;
+  if (p.ep.bias || p.ep.residual) {  // prefilled into Y: the sum post-op adds the product
+    dnnl::post_ops po;
+    po.append_sum(1.f);
+    attr.set_post_ops(po);
+  }
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(memory::desc(d.a, dt::bf16, d.t), memory::desc(d.b, dt::bf16, d.t),
+                                                         memory::desc(d.y, dt::f32, d.t)),
+                                      attr, onednn_engine());
+}
+
 class Bf16MatMul : public Kernel {
  public:
   Bf16MatMul(MatMulPlan p, int threads) : p_(std::move(p)), stream_(onednn_engine()) {
     onednn_set_threads(threads);
     const auto& eng = onednn_engine();
-    const int64_t nb = static_cast<int64_t>(p_.a_off.size());
-    const bool flat = p_.merged || nb == 1;
-    const int64_t rows = p_.M * (p_.merged ? nb : 1);
-    const memory::dims ad = flat ? memory::dims{rows, p_.K} : memory::dims{nb, p_.M, p_.K};
-    const memory::dims bd = flat ? memory::dims{p_.K, p_.N} : memory::dims{nb, p_.K, p_.N};
-    const memory::dims yd = flat ? memory::dims{rows, p_.N} : memory::dims{nb, p_.M, p_.N};
-    const tag t = flat ? tag::ab : tag::abc;
-    a32_ = memory({ad, dt::f32, t}, eng, DNNL_MEMORY_NONE);
-    b32_ = memory({bd, dt::f32, t}, eng, DNNL_MEMORY_NONE);
-    a16_ = memory({ad, dt::bf16, t}, eng);
-    b16_ = memory({bd, dt::bf16, t}, eng);
-    y_ = memory({yd, dt::f32, t}, eng, DNNL_MEMORY_NONE);
-    dnnl::primitive_attr attr;
-    if (p_.ep.bias || p_.ep.residual) {  // prefilled into Y: the sum post-op adds the product
-      dnnl::post_ops po;
-      po.append_sum(1.f);
-      attr.set_post_ops(po);
-    }
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    pd_ = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a16_.get_desc(), b16_.get_desc(), y_.get_desc()), attr, eng);
+    const Bf16Dims d = bf16_dims(p_);
+    a32_ = memory({d.a, dt::f32, d.t}, eng, DNNL_MEMORY_NONE);
+    b32_ = memory({d.b, dt::f32, d.t}, eng, DNNL_MEMORY_NONE);
+    a16_ = memory({d.a, dt::bf16, d.t}, eng);
+    b16_ = memory({d.b, dt::bf16, d.t}, eng);
+    y_ = memory({d.y, dt::f32, d.t}, eng, DNNL_MEMORY_NONE);
+    pd_ = bf16_primitive_desc(p_);
     prim_ = dnnl::matmul(pd_);
     convert_a_ = dnnl::reorder(a32_, a16_);
     convert_b_ = dnnl::reorder(b32_, b16_);
@@ -205,7 +221,13 @@ std::string bf16_supports(const NodeView& v) {
   if (std::string r = bf16_unsupported_reason(); !r.empty()) return r;
   MatMulPlan p;
   if (std::string r = read(v, &p); !r.empty()) return r;
-  return regular_batches(p) ? "" : "batches broadcast one operand";
+  if (!regular_batches(p)) return "batches broadcast one operand";
+  try {  // the primitive's descriptor as the kernel makes it (no JIT code yet)
+    bf16_primitive_desc(p);
+    return "";
+  } catch (const dnnl::error& e) {
+    return std::string("oneDNN has no bf16 matmul for it: ") + e.what();
+  }
 }
 
 // The products at the bf16 rate (AMX: 4x sgemm's, as the packed bf16 matmul; AVX512-BF16: 2x),
