@@ -26,6 +26,7 @@
 // Anything not matched exactly stays on the float path. Dead DQ/Q nodes and initializers are
 // removed at the end. Not in the default pipeline: `--int8 real` runs it before the default
 // pipeline (whose fold_constants would fold the weights' DequantizeLinear into float weights).
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
@@ -530,11 +531,16 @@ class Lowering {
       values[n.outputs[0]] = k.outputs.at(0);
     };
     run(source);
-    for (auto it = chain.rbegin(); it != chain.rend(); ++it) {  // producers first (collected from q back)
-      bool ready = true;
-      for (const std::string& i : (*it)->inputs) ready = ready && (i.empty() || init(i) || values.count(i));
-      if (!ready) return Tensor();  // not in dependency order: leave the chain alone
-      run(**it);
+    // Each node once its inputs are known (the chain was collected from its end back).
+    std::vector<const ir::Node*> todo(chain.begin(), chain.end());
+    while (!todo.empty()) {
+      auto ready = std::find_if(todo.begin(), todo.end(), [&](const ir::Node* n) {
+        return std::all_of(n->inputs.begin(), n->inputs.end(),
+                           [&](const std::string& i) { return i.empty() || init(i) || values.count(i); });
+      });
+      if (ready == todo.end()) return Tensor();  // not a DAG over the source: leave it alone
+      run(**ready);
+      todo.erase(ready);
     }
     if (q) run(*q);
     return values.at(q ? q->outputs[0] : value);
