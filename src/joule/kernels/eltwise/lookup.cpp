@@ -4,7 +4,6 @@
 // step with AVX-512 gathers from the 1 KB table; elsewhere a loop. Spans split over threads.
 #include <immintrin.h>
 
-#include <cstring>
 
 #include "joule/core/cpu_features.h"
 #include "joule/core/error.h"
