@@ -63,23 +63,16 @@ class OnednnConv : public ConvKernel {
     dnnl::primitive_attr attr;
     attr.set_post_ops(po);
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    pd_ = dnnl::convolution_forward::primitive_desc(cd, attr, eng);
     // oneDNN 2.6's AMX bf16 kernel (brgconv:avx512_core_amx_bf16) crashed on a strided layer
     // whose pad is as large as the kernel (rows of output wholly in the padding; e.g. 13 -> 16
     // channels, 2x3 kernel, stride 2, bottom pad 2): every layer with such a pad takes the next one.
     const bool pad_covers_kernel =
-        std::max(s.pad_top, onednn_pad_end(s.h, s.oh, s.kh, s.stride_h, s.dil_h, s.pad_top)) >= (s.kh - 1) * s.dil_h + 1 ||
-        std::max(s.pad_left, onednn_pad_end(s.w, s.ow, s.kw, s.stride_w, s.dil_w, s.pad_left)) >= (s.kw - 1) * s.dil_w + 1;
-    if (bf16 && pad_covers_kernel && std::string(pd_.impl_info_str()).find("amx") != std::string::npos) {
-      auto next = dnnl::convolution_forward::primitive_desc(cd, attr, eng);
-      while (next.next_impl())
-        if (std::string(next.impl_info_str()).find("amx") == std::string::npos) {
-          pd_ = next;
-          break;
-        }
-      if (std::string(pd_.impl_info_str()).find("amx") != std::string::npos)
-        throw dnnl::error(dnnl_unimplemented, "no bf16 kernel but AMX's, which fails on a pad as large as the kernel");
-    }
+        std::max(s.pad_top, d.pad_r[0]) >= (s.kh - 1) * s.dil_h + 1 || std::max(s.pad_left, d.pad_r[1]) >= (s.kw - 1) * s.dil_w + 1;
+    const bool avoid_amx = bf16 && pad_covers_kernel;
+    if (!onednn_first_impl([&] { return dnnl::convolution_forward::primitive_desc(cd, attr, eng); },
+                           [&](const std::string& impl) { return !avoid_amx || impl.find("amx") == std::string::npos; },
+                           &pd_))
+      throw dnnl::error(dnnl_unimplemented, "no bf16 kernel but AMX's, which fails on a pad as large as the kernel");
     prim_ = dnnl::convolution_forward(pd_);
 
     // Weights (and bias) are reordered once into the primitive's layout; runtime weights at

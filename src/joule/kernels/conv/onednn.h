@@ -43,6 +43,22 @@ std::unique_ptr<K> make_onednn_kernel(const std::string& where, const std::strin
   }
 }
 
+// The first of oneDNN's implementations of make()'s primitive descriptor (in oneDNN's order of
+// preference) whose name `ok` accepts, into *pd; false, with *pd at oneDNN's first choice, when
+// none does. How joule steers oneDNN away from kernels that are slow or broken for a shape.
+template <class Make, class Ok>
+bool onednn_first_impl(const Make& make, const Ok& ok, decltype(make())* pd) {
+  *pd = make();
+  if (ok(std::string(pd->impl_info_str()))) return true;
+  auto next = make();  // iterated separately: *pd stays at the first choice if none passes
+  while (next.next_impl())
+    if (ok(std::string(next.impl_info_str()))) {
+      *pd = next;
+      return true;
+    }
+  return false;
+}
+
 // The CPU engine every oneDNN primitive of joule runs on (created on first use).
 const dnnl::engine& onednn_engine();
 

@@ -57,13 +57,10 @@ dnnl::convolution_forward::primitive_desc primitive_desc(const QConvProblem& p) 
       memory::desc(dst_dims, dst_t, tag::any), {s.stride_h, s.stride_w}, {s.dil_h - 1, s.dil_w - 1},
       {s.pad_top, s.pad_left}, {onednn_pad_end(s.h, s.oh, s.kh, s.stride_h, s.dil_h, s.pad_top),
                                 onednn_pad_end(s.w, s.ow, s.kw, s.stride_w, s.dil_w, s.pad_left)});
-  auto make = [&] { return dnnl::convolution_forward::primitive_desc(d, onednn_int8_attr(q), onednn_engine()); };
-  dnnl::convolution_forward::primitive_desc first = make();
-  if (amx_pays(first.impl_info_str(), s)) return first;
-  dnnl::convolution_forward::primitive_desc next = make();  // the first stays as it is if no other one pays
-  while (next.next_impl())
-    if (amx_pays(next.impl_info_str(), s)) return next;
-  return first;
+  dnnl::convolution_forward::primitive_desc pd;
+  onednn_first_impl([&] { return dnnl::convolution_forward::primitive_desc(d, onednn_int8_attr(q), onednn_engine()); },
+                    [&](const std::string& impl) { return amx_pays(impl, s); }, &pd);
+  return pd;
 }
 
 class OnednnQConv : public Kernel {
